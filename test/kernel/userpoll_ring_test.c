@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/*
+ * userpoll_ring_test - what the kernel puts in the ring (doc/PROTOCOL.md
+ * sections 3, 4, 5): ADD of a ready fd, coalescing, ONESHOT + MOD, DEL of
+ * a signalled item with immediate re-ADD on the same slot, DEL of an
+ * unsignalled item (EPOLLREMOVED entry), MOD with a pending entry, ENOSPC
+ * and slot reuse, and a kernel that never trusts the shared tail.
+ */
+#define _GNU_SOURCE
+#include "kselftest_harness.h"
+#include "userpoll.h"
+
+#include <sys/resource.h>
+
+#define NEFD 8
+
+FIXTURE(ring) {
+	struct up u;
+	int efd[NEFD];
+};
+
+FIXTURE_VARIANT(ring) {
+	unsigned int n;
+};
+
+FIXTURE_VARIANT_ADD(ring, n8) { .n = 8, };
+FIXTURE_VARIANT_ADD(ring, n1024) { .n = 1024, };
+
+FIXTURE_SETUP(ring)
+{
+	int i, err;
+
+	self->u.fd = -1;
+	for (i = 0; i < NEFD; i++)
+		self->efd[i] = -1;
+	UP_REQUIRE();
+	err = up_open(&self->u, variant->n, 0);
+	ASSERT_EQ(0, err) TH_LOG("%s", strerror(-err));
+	for (i = 0; i < NEFD; i++) {
+		self->efd[i] = eventfd(0, EFD_NONBLOCK);
+		ASSERT_LE(0, self->efd[i]);
+	}
+}
+
+FIXTURE_TEARDOWN(ring)
+{
+	int i;
+
+	for (i = 0; i < NEFD; i++)
+		if (self->efd[i] >= 0)
+			close(self->efd[i]);
+	up_close(&self->u);
+}
+
+#define ADD(i, ev, d) up_ctl(self->u.fd, EPOLL_CTL_ADD, self->efd[i], (ev), (d))
+#define MOD(i, ev, d) up_ctl(self->u.fd, EPOLL_CTL_MOD, self->efd[i], (ev), (d))
+#define DEL(i)        up_ctl(self->u.fd, EPOLL_CTL_DEL, self->efd[i], 0, 0)
+#define POKE(i)       up_efd_write(self->efd[i], 1)
+#define INET          (EPOLLIN | EPOLLET)
+
+TEST_F(ring, add_not_ready_then_fire)
+{
+	struct up_event ev[4];
+
+	ASSERT_EQ(0, ADD(0, INET, 0xabcdef0123456789ULL));
+	EXPECT_EQ(0, up_tail(&self->u)) TH_LOG("entry for an idle fd");
+	EXPECT_EQ(0xabcdef0123456789ULL, self->u.hdr->items[0].data);
+	EXPECT_EQ(0, self->u.hdr->items[0].ready_events);
+	EXPECT_EQ(0, up_harvest(&self->u, ev, 4, NULL));
+	ASSERT_EQ(0, POKE(0));
+	ASSERT_EQ(1, up_tail(&self->u));
+	EXPECT_EQ(1, self->u.index[0]) TH_LOG("index entry is slot + 1");
+	EXPECT_EQ(EPOLLIN, self->u.hdr->items[0].ready_events);
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(EPOLLIN, ev[0].events);
+	EXPECT_EQ(0xabcdef0123456789ULL, ev[0].data);
+	EXPECT_EQ(0, ev[0].item);
+	EXPECT_EQ(1, up_head(&self->u));
+	EXPECT_EQ(0, self->u.hdr->items[0].ready_events);
+	/* consumed: the next edge makes a new entry */
+	ASSERT_EQ(0, POKE(0));
+	EXPECT_EQ(2, up_tail(&self->u));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(EPOLLIN, ev[0].events);
+}
+
+TEST_F(ring, add_already_ready)
+{
+	struct up_event ev[4];
+
+	ASSERT_EQ(0, POKE(0));
+	ASSERT_EQ(0, ADD(0, INET, 42));
+	/* ready at ADD: the entry is there when epoll_ctl() returns */
+	ASSERT_EQ(1, up_tail(&self->u)) TH_LOG("no entry for a ready fd at ADD");
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(EPOLLIN, ev[0].events);
+	EXPECT_EQ(42, ev[0].data);
+	/* EPOLLOUT on an eventfd: always ready */
+	ASSERT_EQ(0, ADD(1, EPOLLOUT | EPOLLET, 43));
+	ASSERT_EQ(2, up_tail(&self->u));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(EPOLLOUT, ev[0].events);
+	EXPECT_EQ(43, ev[0].data);
+	EXPECT_EQ(1, ev[0].item);
+}
+
+TEST_F(ring, coalescing)
+{
+	struct up_event ev[4];
+	int k;
+
+	ASSERT_EQ(0, ADD(0, INET, 5));
+	for (k = 0; k < 1000; k++)
+		ASSERT_EQ(0, POKE(0));
+	EXPECT_EQ(1, up_tail(&self->u)) TH_LOG("1000 writes made %u entries",
+					       up_tail(&self->u));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(EPOLLIN, ev[0].events);
+	EXPECT_EQ(1000, up_efd_read(self->efd[0]));
+	EXPECT_EQ(0, up_harvest(&self->u, ev, 4, NULL));
+}
+
+TEST_F(ring, ring_order_and_events)
+{
+	struct up_event ev[NEFD];
+	int i;
+
+	for (i = 0; i < NEFD; i++)
+		ASSERT_EQ(0, ADD(i, INET | EPOLLOUT, 100 + i));
+	/* EPOLLOUT is ready at once for all: one entry each, in ADD order */
+	ASSERT_EQ(NEFD, up_tail(&self->u));
+	ASSERT_EQ(NEFD, up_harvest(&self->u, ev, NEFD, NULL));
+	for (i = 0; i < NEFD; i++) {
+		EXPECT_EQ(100 + i, ev[i].data);
+		EXPECT_EQ(EPOLLOUT, ev[i].events);
+	}
+	/* then fire in reverse order: the ring keeps the order of the edges */
+	for (i = NEFD - 1; i >= 0; i--)
+		ASSERT_EQ(0, POKE(i));
+	ASSERT_EQ(2 * NEFD, up_tail(&self->u));
+	ASSERT_EQ(NEFD, up_harvest(&self->u, ev, NEFD, NULL));
+	for (i = 0; i < NEFD; i++) {
+		EXPECT_EQ(100 + NEFD - 1 - i, ev[i].data);
+		EXPECT_EQ(EPOLLIN, ev[i].events & EPOLLIN);
+	}
+}
+
+TEST_F(ring, partial_harvest_keeps_the_rest)
+{
+	struct up_event ev[NEFD];
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, ADD(i, INET, i));
+		ASSERT_EQ(0, POKE(i));
+	}
+	ASSERT_EQ(2, up_harvest(&self->u, ev, 2, NULL));
+	EXPECT_EQ(2, up_head(&self->u));
+	/* ring not empty: the wait says ESTALE instead of sleeping */
+	EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 1000));
+	ASSERT_EQ(2, up_harvest(&self->u, ev, NEFD, NULL));
+	EXPECT_EQ(2, ev[0].data);
+	EXPECT_EQ(3, ev[1].data);
+	EXPECT_EQ(0, up_wait(self->u.fd, 0));
+}
+
+TEST_F(ring, oneshot_and_mod_rearm)
+{
+	struct up_event ev[4];
+
+	ASSERT_EQ(0, ADD(0, INET | EPOLLONESHOT, 1));
+	ASSERT_EQ(0, POKE(0));
+	ASSERT_EQ(1, up_tail(&self->u));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(1, ev[0].data);
+	/* fired once: further edges are ignored until MOD */
+	ASSERT_EQ(0, POKE(0));
+	ASSERT_EQ(0, POKE(0));
+	EXPECT_EQ(1, up_tail(&self->u)) TH_LOG("ONESHOT fired twice");
+	EXPECT_EQ(0, self->u.hdr->items[0].ready_events);
+	/* MOD re-arms and re-polls: the fd is readable, so it fires now */
+	ASSERT_EQ(0, MOD(0, INET | EPOLLONESHOT, 2));
+	ASSERT_EQ(2, up_tail(&self->u)) TH_LOG("MOD did not re-arm a ready fd");
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(2, ev[0].data);
+	EXPECT_EQ(EPOLLIN, ev[0].events);
+	/* and once only */
+	ASSERT_EQ(0, POKE(0));
+	EXPECT_EQ(2, up_tail(&self->u));
+	/* re-arm an idle fd: nothing until the next edge, then one entry */
+	EXPECT_EQ(3, up_efd_read(self->efd[0]));
+	ASSERT_EQ(0, MOD(0, INET | EPOLLONESHOT, 3));
+	EXPECT_EQ(2, up_tail(&self->u));
+	ASSERT_EQ(0, POKE(0));
+	ASSERT_EQ(0, POKE(0));
+	EXPECT_EQ(3, up_tail(&self->u));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(3, ev[0].data);
+}
+
+/*
+ * DEL of a signalled, unconsumed item, then an immediate ADD that takes the
+ * same slot.  The pending entry must never produce the old registration's
+ * data: with an idle new fd nothing is reported until it fires, then only
+ * the new data.
+ */
+TEST_F(ring, del_signalled_readd_idle)
+{
+	struct up_stats st = { 0 };
+	struct up_event ev[4];
+
+	ASSERT_EQ(0, ADD(0, INET, 0xA));
+	ASSERT_EQ(0, POKE(0));
+	ASSERT_EQ(1, up_tail(&self->u));
+	ASSERT_EQ(0, DEL(0));
+	EXPECT_EQ(EPOLLREMOVED, self->u.hdr->items[0].ready_events)
+		TH_LOG("ready_events %#x after DEL", self->u.hdr->items[0].ready_events);
+	/* the pending entry stays and now means "removed": no new entry */
+	EXPECT_EQ(1, up_tail(&self->u));
+	ASSERT_EQ(0, ADD(1, INET, 0xB));
+	EXPECT_EQ(0xB, self->u.hdr->items[0].data) TH_LOG("slot 0 not reused");
+	ASSERT_EQ(0, up_harvest(&self->u, ev, 4, &st))
+		TH_LOG("reported events %#x data %#llx", ev[0].events,
+		       (unsigned long long)ev[0].data);
+	EXPECT_EQ(1, st.removed);
+	ASSERT_EQ(0, POKE(1));
+	ASSERT_EQ(2, up_tail(&self->u)) TH_LOG("no entry for the new registration");
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(0xB, ev[0].data);
+	EXPECT_EQ(EPOLLIN, ev[0].events);
+}
+
+/* Same, but the new fd is ready at ADD: reported once, with the new data. */
+TEST_F(ring, del_signalled_readd_ready)
+{
+	struct up_event ev[4];
+
+	ASSERT_EQ(0, ADD(0, INET, 0xA));
+	ASSERT_EQ(0, POKE(0));
+	ASSERT_EQ(0, DEL(0));
+	ASSERT_EQ(0, ADD(1, EPOLLOUT | EPOLLET, 0xB));
+	EXPECT_EQ(0xB, self->u.hdr->items[0].data) TH_LOG("slot 0 not reused");
+	/* EPOLLREMOVED still set: the new events OR in without a new entry */
+	EXPECT_EQ(1, up_tail(&self->u));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(0xB, ev[0].data);
+	EXPECT_EQ(EPOLLOUT, ev[0].events) TH_LOG("events %#x", ev[0].events);
+	EXPECT_EQ(0, up_harvest(&self->u, ev, 4, NULL));
+}
+
+/* Re-ADD of the same (still readable) fd with new data. */
+TEST_F(ring, del_signalled_readd_same_fd)
+{
+	struct up_event ev[4];
+	int k;
+
+	for (k = 1; k <= 50; k++) {
+		ASSERT_EQ(0, ADD(0, INET, 0x1000 + k));
+		ASSERT_EQ(0, POKE(0));
+		ASSERT_EQ(0, DEL(0));
+	}
+	ASSERT_EQ(0, ADD(0, INET, 0x2000));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(0x2000, ev[0].data);
+	EXPECT_EQ(EPOLLIN, ev[0].events);
+	EXPECT_EQ(0, up_harvest(&self->u, ev, 4, NULL));
+}
+
+TEST_F(ring, del_unsignalled_pushes_removed)
+{
+	struct up_stats st = { 0 };
+	struct up_event ev[4];
+
+	ASSERT_EQ(0, ADD(0, INET, 1));
+	ASSERT_EQ(0, ADD(1, INET, 2));
+	EXPECT_EQ(0, up_tail(&self->u));
+	ASSERT_EQ(0, DEL(1));
+	/* the consumer must revisit slot 1: an entry, marked removed */
+	ASSERT_EQ(1, up_tail(&self->u)) TH_LOG("DEL of an idle item pushed nothing");
+	EXPECT_EQ(2, self->u.index[0]);
+	EXPECT_EQ(EPOLLREMOVED, self->u.hdr->items[1].ready_events);
+	ASSERT_EQ(0, up_harvest(&self->u, ev, 4, &st));
+	EXPECT_EQ(1, st.removed);
+	EXPECT_EQ(0, st.raced);
+	EXPECT_EQ(0, self->u.hdr->items[1].ready_events);
+	/* the other registration is untouched */
+	ASSERT_EQ(0, POKE(0));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(1, ev[0].data);
+	/* a slot whose EPOLLREMOVED was consumed behaves like a fresh one */
+	ASSERT_EQ(0, ADD(2, INET, 3));
+	EXPECT_EQ(3, self->u.hdr->items[1].data);
+	EXPECT_EQ(2, up_tail(&self->u));
+	ASSERT_EQ(0, POKE(2));
+	ASSERT_EQ(3, up_tail(&self->u));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(3, ev[0].data);
+}
+
+TEST_F(ring, mod_with_pending_entry)
+{
+	struct up_event ev[4];
+
+	ASSERT_EQ(0, ADD(0, INET, 0xA));
+	ASSERT_EQ(0, POKE(0));
+	ASSERT_EQ(1, up_tail(&self->u));
+	ASSERT_EQ(0, MOD(0, INET, 0xB));
+	/* still signalled: no second entry; the consumer sees the new data */
+	EXPECT_EQ(1, up_tail(&self->u));
+	EXPECT_EQ(0xB, self->u.hdr->items[0].data);
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(0xB, ev[0].data);
+	EXPECT_EQ(EPOLLIN, ev[0].events);
+	/* MOD of a ready, consumed item: re-poll makes a new entry */
+	ASSERT_EQ(0, MOD(0, INET, 0xC));
+	ASSERT_EQ(2, up_tail(&self->u)) TH_LOG("MOD did not re-poll");
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(0xC, ev[0].data);
+	/* MOD to a mask that is not ready: nothing */
+	ASSERT_EQ(1, up_efd_read(self->efd[0]));
+	ASSERT_EQ(0, MOD(0, INET, 0xD));
+	EXPECT_EQ(2, up_tail(&self->u));
+	EXPECT_EQ(EPOLLIN, self->u.hdr->items[0].events & EPOLLIN);
+}
+
+TEST_F(ring, enospc_and_slot_reuse)
+{
+	unsigned int n = variant->n, i;
+	int *fds;
+
+	struct rlimit rl = { n + 64, n + 64 };
+
+	/* n + 1 eventfds besides our own: raise the fd limit (root in the guest) */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n + 64) {
+		rl.rlim_cur = rl.rlim_max = n + 64;
+		ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl))
+			TH_LOG("RLIMIT_NOFILE %u: %s", n + 64, strerror(errno));
+	}
+	fds = calloc(n + 1, sizeof(int));
+	ASSERT_NE(NULL, fds);
+	for (i = 0; i <= n; i++) {
+		fds[i] = eventfd(0, EFD_NONBLOCK);
+		ASSERT_LE(0, fds[i]) TH_LOG("eventfd %u: %s", i, strerror(errno));
+	}
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, fds[i], INET, i))
+			TH_LOG("ADD %u of %u: %s", i, n, strerror(errno));
+	/* slots are handed out lowest first */
+	EXPECT_EQ(n - 1, self->u.hdr->items[n - 1].data);
+	errno = 0;
+	EXPECT_EQ(-1, up_ctl(self->u.fd, EPOLL_CTL_ADD, fds[n], INET, n));
+	EXPECT_EQ(ENOSPC, errno) TH_LOG("ADD n+1: errno %d", errno);
+	/* free slot 3 (or 0 when n is 1): the next ADD takes it */
+	i = n > 3 ? 3 : 0;
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_DEL, fds[i], 0, 0));
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, fds[n], INET, 0x77));
+	EXPECT_EQ(0x77, self->u.hdr->items[i].data) TH_LOG("slot %u not reused", i);
+	errno = 0;
+	EXPECT_EQ(-1, up_ctl(self->u.fd, EPOLL_CTL_ADD, fds[i], INET, 0x78));
+	EXPECT_EQ(ENOSPC, errno);
+	/* a failed ADD changed nothing */
+	EXPECT_EQ(0x77, self->u.hdr->items[i].data);
+	/* free two, the lower one is taken first */
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_DEL, fds[n - 1], 0, 0));
+	if (n > 1) {
+		ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_DEL, fds[0], 0, 0));
+		ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, fds[i], INET, 0x79));
+		EXPECT_EQ(0x79, self->u.hdr->items[0].data);
+	}
+	for (i = 0; i <= n; i++)
+		close(fds[i]);
+	free(fds);
+}
+
+/* Closing a registered fd removes the registration and frees the slot. */
+TEST_F(ring, close_registered_fd_frees_slot)
+{
+	unsigned int n = variant->n, i;
+	struct up_event ev[4];
+	int *fds, extra;
+
+	if (n > 64)
+		SKIP(return, "n=%u: covered by n8", n);
+	fds = calloc(n, sizeof(int));
+	ASSERT_NE(NULL, fds);
+	for (i = 0; i < n; i++) {
+		fds[i] = eventfd(0, EFD_NONBLOCK);
+		ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, fds[i], INET, i));
+	}
+	ASSERT_EQ(0, up_efd_write(fds[0], 1));
+	close(fds[0]);
+	extra = eventfd(1, EFD_NONBLOCK);
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, extra, INET, 0x99))
+		TH_LOG("slot of a closed fd not freed: %s", strerror(errno));
+	EXPECT_EQ(0x99, self->u.hdr->items[0].data);
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(0x99, ev[0].data);
+	close(extra);
+	for (i = 1; i < n; i++)
+		close(fds[i]);
+	free(fds);
+}
+
+/*
+ * The kernel keeps its own tail and never trusts the mapping: a process
+ * that scribbles on head, tail and the index loses its own events, the
+ * kernel goes on.
+ */
+TEST_F(ring, scribbled_mapping)
+{
+	struct up_stats st = { 0 };
+	struct up_event ev[4];
+	int k;
+
+	ASSERT_EQ(0, ADD(0, INET, 1));
+	__atomic_store_n(&self->u.hdr->tail, 1000, __ATOMIC_RELAXED);
+	ASSERT_EQ(0, POKE(0));
+	EXPECT_EQ(1, up_tail(&self->u)) TH_LOG("kernel used the shared tail");
+	/* garbage index entries are skipped by the consumer */
+	self->u.index[0] = 0xffffffffu;
+	EXPECT_EQ(0, up_harvest(&self->u, ev, 4, &st));
+	EXPECT_EQ(1, st.bogus);
+	/* the item stays signalled (nobody took it): the registration is lost
+	 * to the ring until MOD/DEL; DEL + ADD recovers */
+	ASSERT_EQ(0, DEL(0));
+	ASSERT_EQ(0, ADD(0, INET, 2));
+	/* a wild head: the kernel only compares it with its tail */
+	__atomic_store_n(&self->u.hdr->head, 0x80000000u, __ATOMIC_RELAXED);
+	EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 1000));
+	for (k = 0; k < 100; k++)
+		ASSERT_EQ(0, POKE(0));
+	memset(self->u.index, 0xff, self->u.ilen);
+	memset(self->u.hdr->items, 0xff, self->u.n * sizeof(struct epoll_uitem));
+	ASSERT_EQ(0, MOD(0, INET, 3));
+	ASSERT_EQ(0, DEL(0));
+	ASSERT_EQ(0, ADD(0, INET, 4));
+	/* consistent again once head is put back to the kernel's tail */
+	uepoll_head_release(self->u.hdr, up_tail(&self->u));
+	EXPECT_EQ(0, up_wait(self->u.fd, 0));
+}
+
+UP_TEST_MAIN

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/*
+ * userpoll_stress_test - many producer threads, one ring consumer
+ * (doc/PROTOCOL.md sections 4 and 5).  Exact totals: every eventfd write
+ * is accounted for once (the counters read after each reported event sum
+ * to threads x iterations), no event is lost (the consumer never waits
+ * for an edge that already happened) and a DEL/re-ADD churn never makes
+ * the consumer report one registration's data with another's events.
+ */
+#define _GNU_SOURCE
+#include "kselftest_harness.h"
+#include "userpoll.h"
+
+#include <sys/resource.h>
+
+#define INET (EPOLLIN | EPOLLET)
+#define MAXT 16
+
+struct producer {
+	pthread_t th;
+	int *efds;
+	int nfds;
+	int iters;
+	volatile int *go;
+	volatile int done;
+};
+
+static void *produce(void *arg)
+{
+	struct producer *p = arg;
+	int k;
+
+	while (!*p->go)
+		;
+	for (k = 0; k < p->iters; k++) {
+		if (up_efd_write(p->efds[k % p->nfds], 1))
+			abort();
+		if ((k & 255) == 0)
+			sched_yield();
+	}
+	__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+FIXTURE(stress) {
+	struct up u;
+	int efds[MAXT * 64];
+	int nefd;
+};
+
+FIXTURE_VARIANT(stress) {
+	int threads;
+	int fds_per_thread;	/* 0: every thread writes the same eventfd */
+	int iters;
+};
+
+FIXTURE_VARIANT_ADD(stress, t4_own_fd) { .threads = 4, .fds_per_thread = 1, .iters = 20000, };
+FIXTURE_VARIANT_ADD(stress, t8_shared_fd) { .threads = 8, .fds_per_thread = 0, .iters = 10000, };
+FIXTURE_VARIANT_ADD(stress, t8_64_fds_each) { .threads = 8, .fds_per_thread = 64, .iters = 10000, };
+
+FIXTURE_SETUP(stress)
+{
+	int i, err, n;
+
+	self->u.fd = -1;
+	self->nefd = 0;
+	UP_REQUIRE();
+	n = variant->fds_per_thread ? variant->threads * variant->fds_per_thread : 1;
+	err = up_open(&self->u, n, 0);
+	ASSERT_EQ(0, err) TH_LOG("%s", strerror(-err));
+	for (i = 0; i < n; i++) {
+		self->efds[i] = eventfd(0, EFD_NONBLOCK);
+		ASSERT_LE(0, self->efds[i]);
+		self->nefd++;
+		ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, self->efds[i], INET, i));
+	}
+}
+
+FIXTURE_TEARDOWN(stress)
+{
+	int i;
+
+	for (i = 0; i < self->nefd; i++)
+		close(self->efds[i]);
+	up_close(&self->u);
+}
+
+TEST_F_TIMEOUT(stress, exact_totals, 300)
+{
+	struct producer p[MAXT];
+	struct up_event ev[256];
+	struct up_stats st = { 0 };
+	volatile int go = 0;
+	uint64_t total = 0, want, *per_fd;
+	unsigned long reports = 0, estale = 0, sleeps = 0, empty_reports = 0;
+	int i, k, all_done = 0;
+	double t0;
+
+	want = (uint64_t)variant->threads * variant->iters;
+	per_fd = calloc(self->nefd, sizeof(*per_fd));
+	ASSERT_NE(NULL, per_fd);
+	for (i = 0; i < variant->threads; i++) {
+		p[i].efds = variant->fds_per_thread ?
+			&self->efds[i * variant->fds_per_thread] : &self->efds[0];
+		p[i].nfds = variant->fds_per_thread ? variant->fds_per_thread : 1;
+		p[i].iters = variant->iters;
+		p[i].go = &go;
+		p[i].done = 0;
+		ASSERT_EQ(0, pthread_create(&p[i].th, NULL, produce, &p[i]));
+	}
+	t0 = up_now();
+	go = 1;
+	for (;;) {
+		int got = up_harvest(&self->u, ev, 256, &st);
+
+		for (k = 0; k < got; k++) {
+			uint64_t v;
+
+			ASSERT_GT(self->nefd, (int)ev[k].data) TH_LOG("bad data %llu",
+				(unsigned long long)ev[k].data);
+			ASSERT_EQ(EPOLLIN, ev[k].events);
+			v = up_efd_read(self->efds[ev[k].data]);
+			per_fd[ev[k].data] += v;
+			total += v;
+			reports++;
+			if (!v)
+				empty_reports++;
+		}
+		if (got)
+			continue;
+		if (all_done && total == want)
+			break;
+		if (!all_done) {
+			all_done = 1;
+			for (i = 0; i < variant->threads; i++)
+				if (!__atomic_load_n(&p[i].done, __ATOMIC_ACQUIRE))
+					all_done = 0;
+			if (all_done)
+				continue;	/* one more harvest after the last write */
+		} else {
+			/* all written, ring empty, counts short: an event was lost */
+			int r = up_wait(self->u.fd, 2000);
+
+			if (r == 0) {
+				uint64_t left = 0;
+
+				for (i = 0; i < self->nefd; i++)
+					left += up_efd_read(self->efds[i]);
+				ASSERT_EQ(want, total)
+					TH_LOG("lost wake-up: ring empty, %llu of %llu counted, "
+					       "%llu still in the eventfds",
+					       (unsigned long long)total,
+					       (unsigned long long)want,
+					       (unsigned long long)left);
+			}
+			continue;
+		}
+		{
+			int r = up_wait(self->u.fd, 1000);
+
+			sleeps++;
+			if (r == -ESTALE)
+				estale++;
+			else
+				ASSERT_EQ(0, r) TH_LOG("wait: %s", strerror(-r));
+		}
+	}
+	for (i = 0; i < variant->threads; i++)
+		pthread_join(p[i].th, NULL);
+	EXPECT_EQ(want, total);
+	if (variant->fds_per_thread)
+		for (i = 0; i < self->nefd; i++)
+			EXPECT_EQ((uint64_t)variant->iters / variant->fds_per_thread +
+				  ((uint64_t)(variant->iters % variant->fds_per_thread) >
+				   (uint64_t)(i % variant->fds_per_thread)), per_fd[i])
+				TH_LOG("fd %d", i);
+	EXPECT_EQ(0, st.bogus);
+	EXPECT_EQ(0, st.removed);
+	EXPECT_EQ(0, st.raced);
+	EXPECT_EQ(up_tail(&self->u), up_head(&self->u));
+	/* at most one entry per edge the consumer could see: reports <= writes */
+	EXPECT_GE(want, reports);
+	printf("# %d threads x %d writes: %lu reports (%lu empty), %lu sleeps "
+	       "(%lu ESTALE), %.2f s\n", variant->threads, variant->iters, reports,
+	       empty_reports, sleeps, estale, up_now() - t0);
+	free(per_fd);
+}
+
+/*
+ * DEL/re-ADD churn on one slot while another thread keeps the fd firing.
+ * Registrations alternate between EPOLLIN (even generation) and EPOLLOUT
+ * (odd generation) on the same eventfd; the data names the generation.
+ * An eventfd write wakes with EPOLLIN only and EPOLLOUT is only ever
+ * reported by the ADD-time poll, so a report whose events do not match
+ * its data's generation is a registration mix-up (PROTOCOL.md section 5).
+ */
+struct churn {
+	int epfd, efd;
+	volatile int stop;
+	unsigned long gens;
+};
+
+static void *writer(void *arg)
+{
+	struct churn *c = arg;
+
+	while (!c->stop) {
+		up_efd_write(c->efd, 1);
+		if (up_efd_read(c->efd) == 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+static void *churner(void *arg)
+{
+	struct churn *c = arg;
+	unsigned long g;
+
+	for (g = 1; !c->stop; g++) {
+		uint32_t events = (g & 1) ? (EPOLLOUT | EPOLLET) : (EPOLLIN | EPOLLET);
+
+		if (up_ctl(c->epfd, EPOLL_CTL_ADD, c->efd, events, g))
+			abort();
+		if (up_ctl(c->epfd, EPOLL_CTL_DEL, c->efd, 0, 0))
+			abort();
+		c->gens = g;
+	}
+	return NULL;
+}
+
+TEST(del_readd_churn)
+{
+	struct churn c = { 0 };
+	struct up_event ev[64];
+	struct up_stats st = { 0 };
+	pthread_t tw, tc;
+	unsigned long reports = 0, in = 0, out = 0;
+	struct up u;
+	double end;
+	int k, got, other;
+
+	UP_REQUIRE();
+	ASSERT_EQ(0, up_open(&u, 2, 0));
+	c.epfd = u.fd;
+	c.efd = eventfd(0, EFD_NONBLOCK);
+	/* a second, static registration keeps slot 0; churn uses slot 1 */
+	other = eventfd(0, EFD_NONBLOCK);
+	ASSERT_EQ(0, up_ctl(u.fd, EPOLL_CTL_ADD, other, INET, 0));
+	ASSERT_EQ(0, pthread_create(&tw, NULL, writer, &c));
+	ASSERT_EQ(0, pthread_create(&tc, NULL, churner, &c));
+	end = up_now() + 3.0;
+	while (up_now() < end) {
+		got = up_harvest(&u, ev, 64, &st);
+		for (k = 0; k < got; k++) {
+			uint64_t g = ev[k].data;
+
+			reports++;
+			ASSERT_NE(0, g) TH_LOG("static registration reported");
+			if (g & 1) {
+				out++;
+				ASSERT_EQ(EPOLLOUT, ev[k].events)
+					TH_LOG("generation %llu (EPOLLOUT registration) reported "
+					       "with events %#x", (unsigned long long)g, ev[k].events);
+			} else {
+				in++;
+				ASSERT_EQ(EPOLLIN, ev[k].events)
+					TH_LOG("generation %llu (EPOLLIN registration) reported "
+					       "with events %#x", (unsigned long long)g, ev[k].events);
+			}
+			ASSERT_EQ(1, ev[k].item);
+		}
+	}
+	c.stop = 1;
+	pthread_join(tw, NULL);
+	pthread_join(tc, NULL);
+	/* drain: at most the last generation's events remain */
+	got = up_harvest(&u, ev, 64, &st);
+	ASSERT_LE(0, got);
+	EXPECT_LT(0, c.gens);
+	EXPECT_LT(0, reports) TH_LOG("nothing reported in 3 s of churn");
+	printf("# %lu generations, %lu reports (%lu EPOLLIN, %lu EPOLLOUT), "
+	       "%lu removed entries skipped, %lu C5 races\n", c.gens, reports, in,
+	       out, st.removed, st.raced);
+	close(c.efd);
+	close(other);
+	up_close(&u);
+}
+
+UP_TEST_MAIN

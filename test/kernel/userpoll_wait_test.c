@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/*
+ * userpoll_wait_test - sleeping on an EPOLL_USERPOLL instance
+ * (doc/PROTOCOL.md sections 6 and 7): ESTALE, timeout, blocking wake-up
+ * from another thread, EINTR, nesting in a plain epoll and in poll(), and
+ * the keyless wake-up path (signalfd, pidfd: wait queues woken without an
+ * event mask, polled from a work item).
+ */
+#define _GNU_SOURCE
+#include "kselftest_harness.h"
+#include "userpoll.h"
+
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+
+#ifndef __NR_epoll_pwait2
+#define __NR_epoll_pwait2 441
+#endif
+#ifndef __NR_pidfd_open
+#define __NR_pidfd_open 434
+#endif
+
+#define INET (EPOLLIN | EPOLLET)
+
+FIXTURE(wait) {
+	struct up u;
+	int efd;
+	int efd2;
+};
+
+FIXTURE_SETUP(wait)
+{
+	int err;
+
+	self->u.fd = -1;
+	self->efd = self->efd2 = -1;
+	UP_REQUIRE();
+	err = up_open(&self->u, 64, 0);
+	ASSERT_EQ(0, err) TH_LOG("%s", strerror(-err));
+	self->efd = eventfd(0, EFD_NONBLOCK);
+	self->efd2 = eventfd(0, EFD_NONBLOCK);
+	ASSERT_LE(0, self->efd);
+	ASSERT_LE(0, self->efd2);
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, self->efd, INET, 1));
+}
+
+FIXTURE_TEARDOWN(wait)
+{
+	if (self->efd >= 0)
+		close(self->efd);
+	if (self->efd2 >= 0)
+		close(self->efd2);
+	up_close(&self->u);
+}
+
+TEST_F(wait, timeout_returns_zero)
+{
+	struct timespec ts = { 0, 30 * 1000 * 1000 };
+	double t0;
+
+	t0 = up_now();
+	EXPECT_EQ(0, up_wait(self->u.fd, 100));
+	EXPECT_LE(0.09, up_now() - t0);
+	t0 = up_now();
+	EXPECT_EQ(0, syscall(__NR_epoll_pwait2, self->u.fd, NULL, 0, &ts, NULL, 8))
+		TH_LOG("epoll_pwait2: %s", strerror(errno));
+	EXPECT_LE(0.025, up_now() - t0);
+	EXPECT_EQ(0, up_wait(self->u.fd, 0));
+}
+
+TEST_F(wait, estale_when_not_empty)
+{
+	struct up_event ev[4];
+	struct timespec ts = { 5, 0 };
+	double t0;
+
+	ASSERT_EQ(0, up_efd_write(self->efd, 1));
+	t0 = up_now();
+	EXPECT_EQ(-ESTALE, up_wait(self->u.fd, -1));
+	EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 0));
+	errno = 0;
+	EXPECT_EQ(-1, epoll_pwait(self->u.fd, NULL, 0, 5000, NULL));
+	EXPECT_EQ(ESTALE, errno);
+	errno = 0;
+	EXPECT_EQ(-1, syscall(__NR_epoll_pwait2, self->u.fd, NULL, 0, &ts, NULL, 8));
+	EXPECT_EQ(ESTALE, errno);
+	EXPECT_GT(1.0, up_now() - t0) TH_LOG("ESTALE was not immediate");
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	/* consumed (head == tail): sleeps again */
+	EXPECT_EQ(0, up_wait(self->u.fd, 20));
+	/* ESTALE depends on head only: entries taken but head not stored */
+	ASSERT_EQ(0, up_efd_write(self->efd, 1));
+	EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 0));
+	uepoll_head_release(self->u.hdr, up_tail(&self->u));
+	EXPECT_EQ(0, up_wait(self->u.fd, 0));
+}
+
+struct poker {
+	int fd;
+	int delay_ms;
+	int (*wait_fn)(struct poker *);
+	int ret;
+	double woke;
+};
+
+static void *poke_later(void *arg)
+{
+	struct poker *p = arg;
+
+	usleep(p->delay_ms * 1000);
+	up_efd_write(p->fd, 1);
+	return NULL;
+}
+
+static void *sleeper(void *arg)
+{
+	struct poker *p = arg;
+
+	p->ret = up_wait(p->fd, 10000);
+	p->woke = up_now();
+	return NULL;
+}
+
+TEST_F(wait, blocking_wakeup_from_thread)
+{
+	struct poker p = { .fd = self->efd, .delay_ms = 200 };
+	struct up_event ev[4];
+	pthread_t th;
+	double t0, dt;
+
+	t0 = up_now();
+	ASSERT_EQ(0, pthread_create(&th, NULL, poke_later, &p));
+	EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 10000));
+	dt = up_now() - t0;
+	pthread_join(th, NULL);
+	EXPECT_LE(0.15, dt) TH_LOG("woke before the write (%.3f s)", dt);
+	EXPECT_GT(5.0, dt) TH_LOG("slept through the write (%.3f s)", dt);
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(1, ev[0].data);
+}
+
+/* Two sleepers, one event: both wake (no exclusive wake-ups here). */
+TEST_F(wait, two_sleepers_woken)
+{
+	struct poker s1 = { .fd = self->u.fd }, s2 = { .fd = self->u.fd };
+	pthread_t t1, t2;
+
+	ASSERT_EQ(0, pthread_create(&t1, NULL, sleeper, &s1));
+	ASSERT_EQ(0, pthread_create(&t2, NULL, sleeper, &s2));
+	usleep(200 * 1000);
+	ASSERT_EQ(0, up_efd_write(self->efd, 1));
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	EXPECT_EQ(-ESTALE, s1.ret);
+	EXPECT_EQ(-ESTALE, s2.ret);
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+TEST_F(wait, eintr)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	pthread_t th;
+	struct poker s = { .fd = self->u.fd };
+
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));	/* no SA_RESTART */
+	ASSERT_EQ(0, pthread_create(&th, NULL, sleeper, &s));
+	usleep(200 * 1000);
+	pthread_kill(th, SIGUSR1);
+	pthread_join(th, NULL);
+	EXPECT_EQ(-EINTR, s.ret);
+}
+
+/* The push of a DEL does not wake sleepers (PROTOCOL.md section 6). */
+TEST_F(wait, del_push_does_not_wake)
+{
+	struct poker s = { .fd = self->u.fd };
+	struct up_stats st = { 0 };
+	struct up_event ev[4];
+	pthread_t th;
+
+	ASSERT_EQ(0, pthread_create(&th, NULL, sleeper, &s));
+	usleep(200 * 1000);
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_DEL, self->efd, 0, 0));
+	EXPECT_EQ(1, up_tail(&self->u));
+	usleep(300 * 1000);
+	EXPECT_EQ(0, s.woke) TH_LOG("the DEL push woke the sleeper");
+	/* a real event wakes it */
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, self->efd2, INET, 2));
+	ASSERT_EQ(0, up_efd_write(self->efd2, 1));
+	pthread_join(th, NULL);
+	EXPECT_EQ(-ESTALE, s.ret);
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, &st));
+	EXPECT_EQ(2, ev[0].data);
+}
+
+TEST_F(wait, nested_in_plain_epoll)
+{
+	struct epoll_event oev[2], e = { .events = EPOLLIN, .data.u64 = 77 };
+	struct up_event ev[4];
+	int outer;
+
+	outer = epoll_create1(0);
+	ASSERT_LE(0, outer);
+	ASSERT_EQ(0, epoll_ctl(outer, EPOLL_CTL_ADD, self->u.fd, &e))
+		TH_LOG("nesting refused: %s", strerror(errno));
+	EXPECT_EQ(0, epoll_wait(outer, oev, 2, 0));
+	ASSERT_EQ(0, up_efd_write(self->efd, 1));
+	ASSERT_EQ(1, epoll_wait(outer, oev, 2, 1000));
+	EXPECT_EQ(77, oev[0].data.u64);
+	EXPECT_EQ(EPOLLIN, oev[0].events & EPOLLIN);
+	/* level: still readable until the ring is consumed */
+	EXPECT_EQ(1, epoll_wait(outer, oev, 2, 0));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(0, epoll_wait(outer, oev, 2, 0)) TH_LOG("readable after consuming");
+	close(outer);
+}
+
+static void *outer_waiter(void *arg)
+{
+	struct poker *p = arg;
+	struct epoll_event e;
+
+	p->ret = epoll_wait(p->fd, &e, 1, 10000);
+	p->woke = up_now();
+	return NULL;
+}
+
+TEST_F(wait, nested_blocking_wakeup)
+{
+	struct epoll_event e = { .events = EPOLLIN | EPOLLET, .data.u64 = 5 };
+	struct poker s = { 0 };
+	pthread_t th;
+	double t0;
+	int outer;
+
+	outer = epoll_create1(0);
+	ASSERT_LE(0, outer);
+	ASSERT_EQ(0, epoll_ctl(outer, EPOLL_CTL_ADD, self->u.fd, &e));
+	s.fd = outer;
+	t0 = up_now();
+	ASSERT_EQ(0, pthread_create(&th, NULL, outer_waiter, &s));
+	usleep(200 * 1000);
+	ASSERT_EQ(0, up_efd_write(self->efd, 1));
+	pthread_join(th, NULL);
+	EXPECT_EQ(1, s.ret);
+	EXPECT_GT(5.0, s.woke - t0);
+	close(outer);
+}
+
+TEST_F(wait, nested_in_poll)
+{
+	struct pollfd pfd = { .fd = self->u.fd, .events = POLLIN };
+	struct up_event ev[4];
+	pthread_t th;
+	struct poker p = { .fd = self->efd, .delay_ms = 200 };
+
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	ASSERT_EQ(0, up_efd_write(self->efd, 1));
+	ASSERT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(POLLIN, pfd.revents & POLLIN);
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	/* blocking poll() woken by an event */
+	ASSERT_EQ(0, pthread_create(&th, NULL, poke_later, &p));
+	EXPECT_EQ(1, poll(&pfd, 1, 10000));
+	EXPECT_EQ(POLLIN, pfd.revents & POLLIN);
+	pthread_join(th, NULL);
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+}
+
+/*
+ * Keyless wake-ups: signalfd_notify() calls wake_up() without a mask, so
+ * the callback cannot know which events fired; the kernel polls the file
+ * from a work item and only then signals the item.  The EPOLLIN reported
+ * proves the work ran (the wake-up itself carried no event bits).
+ */
+TEST_F(wait, keyless_signalfd)
+{
+	struct up_event ev[4];
+	sigset_t set;
+	uint32_t pending;
+	int sfd, k;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR2);
+	ASSERT_EQ(0, sigprocmask(SIG_BLOCK, &set, NULL));
+	sfd = signalfd(-1, &set, SFD_NONBLOCK);
+	ASSERT_LE(0, sfd);
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, sfd, INET, 0x516));
+	EXPECT_EQ(0, up_tail(&self->u));
+	for (k = 0; k < 3; k++) {
+		struct signalfd_siginfo si;
+
+		ASSERT_EQ(0, kill(getpid(), SIGUSR2));
+		/* asynchronous: the work item signals and wakes */
+		if (!up_pending(&self->u))
+			EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 5000));
+		pending = up_wait_pending(&self->u, 5000);
+		/*
+		 * Nothing here usually means the work item polled the signalfd
+		 * as itself: signalfd_poll() looks at current's pending
+		 * signals, and current is then a kworker, not this task.
+		 */
+		ASSERT_EQ(1, pending) TH_LOG("round %d: %u entries (keyless wake-up "
+			"lost: was signalfd polled from a kworker, whose pending "
+			"signals it checks?)", k, pending);
+		ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+		EXPECT_EQ(0x516, ev[0].data);
+		EXPECT_EQ(EPOLLIN, ev[0].events) TH_LOG("events %#x", ev[0].events);
+		ASSERT_EQ((ssize_t)sizeof(si), read(sfd, &si, sizeof(si)));
+		EXPECT_EQ(SIGUSR2, (int)si.ssi_signo);
+	}
+	/* DEL and close flush the work: hammer the race */
+	for (k = 0; k < 200; k++) {
+		struct signalfd_siginfo si;
+
+		ASSERT_EQ(0, kill(getpid(), SIGUSR2));
+		ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_DEL, sfd, 0, 0));
+		(void)read(sfd, &si, sizeof(si));
+		ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, sfd, INET, 0x600 + k));
+	}
+	uepoll_head_release(self->u.hdr, up_tail(&self->u));
+	close(sfd);
+	/* registration gone with the fd: a signal adds nothing */
+	uepoll_head_release(self->u.hdr, up_tail(&self->u));
+	pending = up_tail(&self->u);
+	kill(getpid(), SIGUSR2);
+	usleep(100 * 1000);
+	EXPECT_EQ(pending, up_tail(&self->u));
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+/* The signalfd item, a nested sleeper: the work item must wake it. */
+TEST_F(wait, keyless_signalfd_wakes_sleeper)
+{
+	struct poker s = { .fd = self->u.fd };
+	struct up_event ev[4];
+	sigset_t set;
+	pthread_t th;
+	int sfd;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR2);
+	ASSERT_EQ(0, pthread_sigmask(SIG_BLOCK, &set, NULL));
+	sfd = signalfd(-1, &set, SFD_NONBLOCK);
+	ASSERT_LE(0, sfd);
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, sfd, INET, 0x517));
+	ASSERT_EQ(0, pthread_create(&th, NULL, sleeper, &s));
+	usleep(200 * 1000);
+	ASSERT_EQ(0, kill(getpid(), SIGUSR2));
+	pthread_join(th, NULL);
+	EXPECT_EQ(-ESTALE, s.ret) TH_LOG("keyless event did not wake: %d", s.ret);
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(0x517, ev[0].data);
+	close(sfd);
+}
+
+TEST_F(wait, keyless_pidfd)
+{
+	struct up_event ev[4];
+	pid_t pid;
+	int pfd;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		usleep(300 * 1000);
+		_exit(0);
+	}
+	pfd = (int)syscall(__NR_pidfd_open, pid, 0);
+	ASSERT_LE(0, pfd) TH_LOG("pidfd_open: %s", strerror(errno));
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, pfd, INET, 0x9d));
+	EXPECT_EQ(0, up_tail(&self->u));
+	/* do_notify_pidfd(): wake_up_all() without a key */
+	EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 10000));
+	ASSERT_EQ(1, up_wait_pending(&self->u, 5000));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(0x9d, ev[0].data);
+	EXPECT_EQ(EPOLLIN, ev[0].events & EPOLLIN);
+	waitpid(pid, NULL, 0);
+	close(pfd);
+}
+
+/* Closing the instance right after a keyless wake-up: the work is flushed. */
+TEST(keyless_close_race)
+{
+	sigset_t set;
+	int k, sfd;
+
+	UP_REQUIRE();
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR2);
+	ASSERT_EQ(0, sigprocmask(SIG_BLOCK, &set, NULL));
+	sfd = signalfd(-1, &set, SFD_NONBLOCK);
+	ASSERT_LE(0, sfd);
+	for (k = 0; k < 300; k++) {
+		struct signalfd_siginfo si;
+		int fd = sys_epoll_create2(EPOLL_USERPOLL, 4);
+
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, up_ctl(fd, EPOLL_CTL_ADD, sfd, INET, k));
+		kill(getpid(), SIGUSR2);
+		close(fd);
+		(void)read(sfd, &si, sizeof(si));
+	}
+	close(sfd);
+}
+
+UP_TEST_MAIN
