@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/*
+ * vm/init.c - PID 1 of the uepoll test guest (static, built by vm/check).
+ *
+ * Mounts proc, sysfs, devtmpfs and a tmpfs on /tmp, then runs the
+ * programs listed in /tests/list, one line each:
+ *
+ *     TIMEOUT_SECONDS [@LABEL] NAME [ARG...]   (NAME relative to /tests)
+ *
+ * (LABEL, default NAME, names the program in the output and in uepoll.only)
+ * each in its own process group with a timeout (SIGKILL to the group).
+ * Their output goes to the console untouched.  Per program it prints
+ *
+ *     UEPOLL-GUEST-TEST: PASS|FAIL|SKIP NAME (reason, seconds)
+ *
+ * and at the end the parseable marker
+ *
+ *     UEPOLL-GUEST-RESULT: passed=N failed=M skipped=K
+ *
+ * then reports through isa-debug-exit (port 0xf4: QEMU exits with status
+ * (code << 1) | 1, code 0 = all passed, 1 = failures) and falls back to
+ * reboot() (QEMU runs with -no-reboot, so that also ends it).
+ *
+ * Exit status of a program: 0 pass, 4 (KSFT_SKIP) or 77 skip, else fail.
+ *
+ * Kernel command line options:
+ *   uepoll.probe          exit at once with code 0 (accelerator probe)
+ *   uepoll.only=A,B       run only the listed programs
+ *   uepoll.tscale=N       multiply every timeout by N (debug kernels)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/io.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+#define EXIT_PORT 0xf4
+#define MAX_ARGS 32
+
+static volatile sig_atomic_t alarm_fired;
+static char cmdline[4096];
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarm_fired = 1;
+}
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(stdout, fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void mnt(const char *src, const char *dst, const char *type)
+{
+	mkdir(dst, 0755);
+	if (mount(src, dst, type, 0, NULL) && errno != EBUSY)
+		say("UEPOLL-GUEST: mount %s on %s: %s\n", type, dst, strerror(errno));
+}
+
+static void setup_console(void)
+{
+	int fd = open("/dev/console", O_RDWR | O_NOCTTY);
+
+	if (fd < 0)
+		return;
+	dup2(fd, 0);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	if (fd > 2)
+		close(fd);
+}
+
+/* Value of "key=" (or "" for a bare "key") on the kernel command line. */
+static const char *cmdline_opt(const char *key, char *buf, size_t len)
+{
+	size_t kl = strlen(key);
+	const char *p = cmdline;
+
+	while (*p) {
+		while (*p == ' ' || *p == '\n')
+			p++;
+		if (!strncmp(p, key, kl) && (p[kl] == '=' || p[kl] == ' ' ||
+					     p[kl] == '\n' || !p[kl])) {
+			size_t n = 0;
+
+			if (p[kl] == '=')
+				for (p += kl + 1; *p && *p != ' ' && *p != '\n' && n + 1 < len; p++)
+					buf[n++] = *p;
+			buf[n] = 0;
+			return buf;
+		}
+		while (*p && *p != ' ' && *p != '\n')
+			p++;
+	}
+	return NULL;
+}
+
+static int selected(const char *name)
+{
+	char only[1024], *tok, *save;
+
+	if (!cmdline_opt("uepoll.only", only, sizeof(only)) || !only[0])
+		return 1;
+	for (tok = strtok_r(only, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (!strcmp(tok, name))
+			return 1;
+	return 0;
+}
+
+static void reap_orphans(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+static __attribute__((noreturn)) void finish(int code)
+{
+	sync();
+	if (ioperm(EXIT_PORT, 1, 1) == 0) {
+		outb((unsigned char)code, EXIT_PORT);
+		/* not reached when QEMU has the isa-debug-exit device */
+	}
+	say("UEPOLL-GUEST: isa-debug-exit unavailable (%s), rebooting\n",
+	    strerror(errno));
+	reboot(RB_AUTOBOOT);
+	reboot(RB_POWER_OFF);
+	for (;;)
+		pause();
+}
+
+/* Run one program; returns 0 pass, 1 fail, 2 skip, 3 unkillable. */
+static int run_one(const char *label, char **argv, int timeout)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	char path[512], why[160] = "";
+	int status = 0, ret;
+	double t0 = now();
+	pid_t pid, w;
+
+	snprintf(path, sizeof(path), "/tests/%s", argv[0]);
+	say("UEPOLL-GUEST: RUN %s (timeout %d s)\n", label, timeout);
+	pid = fork();
+	if (pid < 0) {
+		say("UEPOLL-GUEST-TEST: FAIL %s (fork: %s)\n", label, strerror(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		static char *envp[] = { "PATH=/tests:/bin:/sbin", "HOME=/tmp",
+					"TMPDIR=/tmp", "TERM=dumb", NULL };
+
+		setpgid(0, 0);
+		if (chdir("/tmp"))
+			_exit(126);
+		execve(path, argv, envp);
+		fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);	/* no SA_RESTART: waitpid gets EINTR */
+	alarm_fired = 0;
+	alarm(timeout);
+	for (;;) {
+		w = waitpid(pid, &status, 0);
+		if (w == pid)
+			break;
+		if (w < 0 && errno == EINTR && alarm_fired) {
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+			/* a task stuck in the kernel may not die: bound that too */
+			alarm_fired = 0;
+			alarm(20);
+			w = waitpid(pid, &status, 0);
+			if (w != pid) {
+				say("UEPOLL-GUEST-TEST: FAIL %s (timeout after %d s, "
+				    "then unkillable: stuck in the kernel)\n",
+				    label, timeout);
+				return 3;
+			}
+			alarm_fired = 1;
+			break;
+		}
+		if (w < 0 && errno != EINTR)
+			break;
+	}
+	alarm(0);
+	kill(-pid, SIGKILL);	/* stray children of the test */
+	reap_orphans();
+
+	if (alarm_fired) {
+		snprintf(why, sizeof(why), "timeout after %d s", timeout);
+		ret = 1;
+	} else if (WIFEXITED(status)) {
+		int rc = WEXITSTATUS(status);
+
+		if (rc == 0) {
+			ret = 0;
+		} else if (rc == 4 || rc == 77) {
+			snprintf(why, sizeof(why), "exit %d, skipped", rc);
+			ret = 2;
+		} else {
+			snprintf(why, sizeof(why), "exit status %d", rc);
+			ret = 1;
+		}
+	} else if (WIFSIGNALED(status)) {
+		snprintf(why, sizeof(why), "killed by signal %d (%s)",
+			 WTERMSIG(status), strsignal(WTERMSIG(status)));
+		ret = 1;
+	} else {
+		snprintf(why, sizeof(why), "wait status %#x", status);
+		ret = 1;
+	}
+	say("UEPOLL-GUEST-TEST: %s %s (%s%s%.2f s)\n",
+	    ret == 0 ? "PASS" : ret == 1 ? "FAIL" : "SKIP", label, why,
+	    why[0] ? ", " : "", now() - t0);
+	return ret;
+}
+
+int main(void)
+{
+	int passed = 0, failed = 0, skipped = 0, scale = 1, fd;
+	char line[1024], opt[64], taint[32] = "?";
+	struct utsname un;
+	double t0 = now();
+	FILE *list;
+
+	mnt("proc", "/proc", "proc");
+	mnt("sysfs", "/sys", "sysfs");
+	mnt("devtmpfs", "/dev", "devtmpfs");
+	mnt("tmpfs", "/tmp", "tmpfs");
+	setup_console();
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	fd = open("/proc/cmdline", O_RDONLY);
+	if (fd >= 0) {
+		ssize_t n = read(fd, cmdline, sizeof(cmdline) - 1);
+
+		cmdline[n > 0 ? n : 0] = 0;
+		close(fd);
+	}
+	if (cmdline_opt("uepoll.probe", opt, sizeof(opt))) {
+		say("UEPOLL-GUEST: probe boot ok\n");
+		finish(0);
+	}
+	if (cmdline_opt("uepoll.tscale", opt, sizeof(opt)) && atoi(opt) > 0)
+		scale = atoi(opt);
+
+	uname(&un);
+	say("UEPOLL-GUEST: kernel %s %s, %ld CPUs online, init %.2f s after boot\n",
+	    un.release, un.version, sysconf(_SC_NPROCESSORS_ONLN), t0);
+
+	list = fopen("/tests/list", "r");
+	if (!list) {
+		say("UEPOLL-GUEST: /tests/list: %s\n", strerror(errno));
+		failed++;
+	}
+	while (list && fgets(line, sizeof(line), list)) {
+		char *argv[MAX_ARGS + 1], *tok, *save, *label = NULL;
+		int argc = 0, timeout;
+
+		line[strcspn(line, "\n")] = 0;
+		if (!line[0] || line[0] == '#')
+			continue;
+		tok = strtok_r(line, " \t", &save);
+		timeout = atoi(tok);
+		if (timeout <= 0)
+			timeout = 300;
+		while ((tok = strtok_r(NULL, " \t", &save)) && argc < MAX_ARGS) {
+			if (!argc && !label && tok[0] == '@')
+				label = tok + 1;
+			else
+				argv[argc++] = tok;
+		}
+		argv[argc] = NULL;
+		if (!argc)
+			continue;
+		if (!label)
+			label = argv[0];
+		if (!selected(label))
+			continue;
+		switch (run_one(label, argv, timeout * scale)) {
+		case 0: passed++; break;
+		case 1: failed++; break;
+		case 2: skipped++; break;
+		default:
+			failed++;
+			say("UEPOLL-GUEST: giving up on the remaining tests\n");
+			fclose(list);
+			list = NULL;
+			break;
+		}
+	}
+	if (list)
+		fclose(list);
+
+	fd = open("/proc/sys/kernel/tainted", O_RDONLY);
+	if (fd >= 0) {
+		ssize_t n = read(fd, taint, sizeof(taint) - 1);
+
+		taint[n > 0 ? n : 0] = 0;
+		taint[strcspn(taint, "\n")] = 0;
+		close(fd);
+	}
+	say("UEPOLL-GUEST: kernel tainted=%s, %.1f s of tests\n", taint, now() - t0);
+	say("UEPOLL-GUEST-RESULT: passed=%d failed=%d skipped=%d\n",
+	    passed, failed, skipped);
+	finish(failed ? 1 : 0);
+}
