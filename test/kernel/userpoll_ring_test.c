@@ -188,7 +188,7 @@ TEST_F(ring, oneshot_and_mod_rearm)
 	ASSERT_EQ(0, POKE(0));
 	EXPECT_EQ(2, up_tail(&self->u));
 	/* re-arm an idle fd: nothing until the next edge, then one entry */
-	EXPECT_EQ(3, up_efd_read(self->efd[0]));
+	EXPECT_EQ(4, up_efd_read(self->efd[0]));
 	ASSERT_EQ(0, MOD(0, INET | EPOLLONESHOT, 3));
 	EXPECT_EQ(2, up_tail(&self->u));
 	ASSERT_EQ(0, POKE(0));
