@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+#
+# libuepoll.  `make` builds everything under build/; `make check` runs all
+# tests (host suite, then the guest suite when kernel/ and vm/ provide it);
+# `make run` is the main job (uepoll-stress on every backend).
+
+VERSION    := 0.1.0
+SOMAJOR    := 0
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+DESTDIR    ?=
+
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+B        ?= build
+SAN      ?=
+# tests and tools link the shared library, or the static one (sanitizer builds)
+STATIC   ?= 0
+
+WARN      := -Wall -Wextra -Werror
+ALL_CFLAGS := $(CFLAGS) $(WARN) -D_GNU_SOURCE -Isrc/include -pthread $(SAN)
+LIB_CFLAGS := $(ALL_CFLAGS) -fPIC -fvisibility=hidden
+LIBS      := -luring -lpthread
+
+LIB_SRCS  := src/uepoll.c src/uring.c src/epoll.c src/native.c
+LIB_HDRS  := src/internal.h src/include/uepoll.h src/include/uepoll/uapi.h src/include/uepoll/barrier.h
+LIB_OBJS  := $(LIB_SRCS:src/%.c=$(B)/obj/%.o)
+SONAME    := libuepoll.so.$(SOMAJOR)
+SOLIB     := $(B)/lib/libuepoll.so.$(VERSION)
+ALIB      := $(B)/lib/libuepoll.a
+PCFILE    := $(B)/libuepoll.pc
+
+TESTS     := $(patsubst test/%.c,$(B)/test/%,$(wildcard test/*.c))
+TOOLS     := $(B)/tools/uepoll-stress
+MANPAGES  := $(wildcard man/uepoll_*.3)
+
+ifeq ($(STATIC),1)
+LINK_LIB  := $(ALIB) $(LIBS)
+LINK_DEP  := $(ALIB)
+else
+LINK_LIB  := -L$(B)/lib -luepoll -Wl,-rpath,$(abspath $(B)/lib) $(LIBS)
+LINK_DEP  := $(B)/lib/libuepoll.so
+endif
+
+.PHONY: all lib tests tools check check-host check-asan check-tsan check-valgrind \
+	deps run install uninstall clean kernel vm-check vm-check-debug man-check
+
+all: lib $(PCFILE) tools tests
+
+lib: $(ALIB) $(SOLIB) $(B)/lib/libuepoll.so
+
+$(B)/obj/%.o: src/%.c $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(LIB_CFLAGS) -c -o $@ $<
+
+$(ALIB): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(SOLIB): $(LIB_OBJS) src/libuepoll.map
+	@mkdir -p $(@D)
+	$(CC) $(LIB_CFLAGS) -shared -Wl,-soname,$(SONAME) \
+		-Wl,--version-script=src/libuepoll.map -o $@ $(LIB_OBJS) $(LIBS)
+
+$(B)/lib/libuepoll.so: $(SOLIB)
+	ln -sf libuepoll.so.$(VERSION) $(B)/lib/$(SONAME)
+	ln -sf $(SONAME) $@
+
+$(PCFILE): src/libuepoll.pc.in Makefile
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+tests: $(TESTS)
+tools: $(TOOLS)
+
+$(B)/test/%: test/%.c test/helpers.h $(LINK_DEP) src/include/uepoll.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LINK_LIB)
+
+$(B)/tools/%: tools/%.c $(LINK_DEP) src/include/uepoll.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LINK_LIB)
+
+# ---- tests ---------------------------------------------------------------
+# Debian packages first (root installs them, others get a list).
+deps:
+	@scripts/deps
+
+# The host suite: sanitizer and valgrind passes first, the plain pass last
+# so that the output ends with its summary lines.
+check-host: deps
+	$(MAKE) check-asan
+	$(MAKE) check-tsan
+	$(MAKE) check-valgrind
+	$(MAKE) all
+	@test/runner.sh --label plain $(B)
+
+check-asan:
+	$(MAKE) B=build/asan STATIC=1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" tests tools
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		test/runner.sh --label asan build/asan
+
+check-tsan:
+	$(MAKE) B=build/tsan STATIC=1 SAN="-fsanitize=thread" tests tools
+	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+		test/runner.sh --label tsan --only-threaded build/tsan
+
+check-valgrind: all
+	@test/runner.sh --label valgrind --timeout 120 \
+		--wrapper "valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=99 --track-fds=no" $(B)
+
+# ---- guest part (kernel/ and vm/ are owned by the kernel and vm work) ----
+# VM_CHECK: empty = run the guest suite when kernel/build and vm/check
+# exist; 0 = never; 1 = always (fail if missing).
+VM_CHECK ?=
+
+check: check-host
+	@if [ "$(VM_CHECK)" = 0 ]; then echo "vm-check: skipped (VM_CHECK=0)"; \
+	elif [ -x kernel/build ] && [ -x vm/check ] || [ "$(VM_CHECK)" = 1 ]; then \
+		$(MAKE) vm-check; \
+	else echo "vm-check: skipped (kernel/build or vm/check missing)"; fi
+
+kernel:
+	kernel/build
+
+vm-check:
+	vm/check
+
+vm-check-debug:
+	vm/check --debug
+
+# ---- the main job ----------------------------------------------------------
+RUN_THREADS ?= 8
+RUN_ITERS   ?= 1000000
+run: all
+	@scripts/run-table $(B) $(RUN_THREADS) $(RUN_ITERS)
+
+man-check:
+	@for m in $(MANPAGES); do \
+		out=$$(groff -man -Tutf8 -ww -z $$m 2>&1); \
+		if [ -n "$$out" ]; then echo "$$m: $$out"; exit 1; fi; done; echo "man pages: ok"
+
+# ---- install ----------------------------------------------------------------
+install: lib $(PCFILE)
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/uepoll $(DESTDIR)$(MANDIR)/man3
+	install -m 644 src/include/uepoll.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 src/include/uepoll/uapi.h src/include/uepoll/barrier.h $(DESTDIR)$(INCLUDEDIR)/uepoll/
+	install -m 644 $(ALIB) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SOLIB) $(DESTDIR)$(LIBDIR)/
+	ln -sf libuepoll.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libuepoll.so
+	install -m 644 $(PCFILE) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man3/
+
+uninstall:
+	rm -f $(DESTDIR)$(INCLUDEDIR)/uepoll.h $(DESTDIR)$(INCLUDEDIR)/uepoll/uapi.h \
+	      $(DESTDIR)$(INCLUDEDIR)/uepoll/barrier.h $(DESTDIR)$(LIBDIR)/libuepoll.* \
+	      $(DESTDIR)$(LIBDIR)/pkgconfig/libuepoll.pc \
+	      $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(MANPAGES)))
+
+clean:
+	rm -rf build/obj build/lib build/test build/tools build/asan build/tsan build/libuepoll.pc

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT OR LGPL-2.1-or-later */
+/*
+ * uepoll.h - libuepoll public API.
+ *
+ * An epoll-like event queue whose ready events are harvested from memory
+ * shared with the kernel when the kernel allows it:
+ *   native: EPOLL_USERPOLL (patched kernel, see uepoll(7)) - not yet built;
+ *   uring:  io_uring multishot polls, the CQ ring is peeked without a syscall;
+ *   epoll:  plain epoll(7), one epoll_wait(..., 0) per harvest.
+ *
+ * Conventions (liburing): functions return >= 0 on success and -errno on
+ * failure; errno is left untouched.  Every call is documented in
+ * uepoll_<name>(3).
+ */
+#ifndef UEPOLL_H
+#define UEPOLL_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include "uepoll/uapi.h"
+#include "uepoll/barrier.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef UEPOLL_API
+#define UEPOLL_API __attribute__((visibility("default")))
+#endif
+
+/* uepoll_init() flags */
+#define UEPOLL_CLOEXEC		0x1u	/* close-on-exec on every fd the instance owns */
+#define UEPOLL_BACKEND_SHIFT	4
+#define UEPOLL_BACKEND_MASK	(3u << UEPOLL_BACKEND_SHIFT)
+#define UEPOLL_BACKEND_AUTO	(0u << UEPOLL_BACKEND_SHIFT)	/* native > uring > epoll */
+#define UEPOLL_BACKEND_NATIVE	(1u << UEPOLL_BACKEND_SHIFT)
+#define UEPOLL_BACKEND_URING	(2u << UEPOLL_BACKEND_SHIFT)
+#define UEPOLL_BACKEND_EPOLL	(3u << UEPOLL_BACKEND_SHIFT)
+#define UEPOLL_FLAGS_ALL	(UEPOLL_CLOEXEC | UEPOLL_BACKEND_MASK)
+
+#define UEPOLL_MAX_ITEMS	65536u
+
+/*
+ * Counters, updated where the library makes the corresponding call, on
+ * every backend (relaxed atomics: a snapshot from another thread is
+ * consistent per field, not across fields).
+ */
+struct uepoll_stats {
+	uint64_t events;	/* events returned by harvest/wait */
+	uint64_t harvests;	/* harvest passes (uepoll_harvest, and inside uepoll_wait) */
+	uint64_t syscalls;	/* system calls made for this instance (ctl, harvest, wait) */
+	uint64_t estale;	/* native: epoll_wait() answered ESTALE */
+	uint64_t spins;		/* native: retries of the ring consumer */
+	uint64_t waits;		/* uepoll_wait() calls */
+	uint64_t sleeps;	/* times uepoll_wait() blocked in the kernel */
+	uint64_t coalesced;	/* completions merged into an event of the same batch */
+	uint64_t stale;		/* completions dropped: deleted or modified registration */
+	uint64_t rearms;	/* polls re-armed (multishot ended, overflow, MOD of a fired one) */
+	uint64_t overflows;	/* CQ overflow flushes */
+	uint64_t ctls;		/* successful uepoll_ctl() calls */
+	uint64_t reserved[4];
+};
+
+/*
+ * An instance.  Caller-allocated (like struct io_uring); public so that the
+ * inline harvest can read it.  Treat every field as private.  A zero-filled
+ * struct is recognised as "not initialised" (-EINVAL); after uepoll_exit()
+ * calls fail with -EBADF.
+ */
+struct uepoll {
+	/* fast path: native backend only (NULL hdr otherwise) */
+	struct epoll_uheader *hdr;
+	uint32_t *index;
+	uint32_t index_mask;
+	uint32_t nitems;
+	uint32_t head;
+	uint32_t __pad0;
+	/* slow path */
+	int fd;			/* uepoll_fd() */
+	int backend;		/* UEPOLL_BACKEND_* */
+	uint32_t magic;		/* UEPOLL_MAGIC_LIVE / _DEAD / 0 */
+	uint32_t flags;
+	uint32_t n;		/* capacity */
+	uint32_t __pad1;
+	struct uepoll_stats stats;
+	void *priv;		/* backend state */
+	uint64_t __reserved[8];
+};
+
+#define UEPOLL_MAGIC_LIVE	0x75657031u	/* "uep1" */
+#define UEPOLL_MAGIC_DEAD	0x64656164u	/* "dead" */
+
+UEPOLL_API int uepoll_init(struct uepoll *u, unsigned n, unsigned flags);
+UEPOLL_API void uepoll_exit(struct uepoll *u);
+UEPOLL_API int uepoll_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev);
+UEPOLL_API int uepoll_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
+UEPOLL_API int uepoll_fd(const struct uepoll *u);
+UEPOLL_API int uepoll_backend(const struct uepoll *u);
+UEPOLL_API const char *uepoll_backend_name(const struct uepoll *u);
+UEPOLL_API int uepoll_get_stats(const struct uepoll *u, struct uepoll_stats *st);
+
+/* Slow path of uepoll_harvest(): every backend but native.  Not an API. */
+UEPOLL_API int __uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max);
+
+static inline void __uepoll_stat_add(uint64_t *c, uint64_t v)
+{
+	__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+}
+
+/*
+ * uepoll_harvest - copy up to max ready events into evs, never sleeping.
+ * Returns the number of events (0: none), or -EINVAL (NULL u or evs,
+ * max <= 0, u not initialised), -EBADF (after uepoll_exit()).
+ * One harvester (harvest or wait) at a time per instance.
+ *
+ * Native backend: the consumer of doc/PROTOCOL.md section 5, inline, no
+ * system call.  Other backends: __uepoll_harvest().
+ */
+static inline int uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max)
+{
+	struct epoll_uheader *h;
+	uint32_t head, tail, nr;
+	int cnt = 0;
+
+	if (!u || !evs || max <= 0)
+		return -EINVAL;
+	h = u->hdr;
+	if (!h || u->magic != UEPOLL_MAGIC_LIVE)
+		return __uepoll_harvest(u, evs, max);
+
+	head = u->head;
+	tail = uepoll_tail_acquire(h);				/* C1 */
+	while (head != tail && cnt < max) {
+		struct epoll_uitem *it;
+		uint32_t f;
+		uint64_t data;
+
+		nr = uepoll_index_read(&u->index[head & u->index_mask]);	/* C2 */
+		head++;
+		if (nr == 0 || nr > u->nitems)
+			continue;
+		it = &h->items[nr - 1];
+		f = uepoll_item_take(it);			/* C3 */
+		if ((f & ~EPOLLREMOVED) == 0)
+			continue;
+		data = uepoll_item_data_acquire(it);		/* C4 */
+		if (uepoll_item_removed_since(it))		/* C5 */
+			continue;
+		evs[cnt].events = f & ~EPOLLREMOVED;
+		evs[cnt].data.u64 = data;
+		cnt++;
+	}
+	u->head = head;
+	uepoll_head_release(h, head);				/* C6 */
+	__uepoll_stat_add(&u->stats.harvests, 1);
+	if (cnt)
+		__uepoll_stat_add(&u->stats.events, (uint64_t)cnt);
+	return cnt;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UEPOLL_H */

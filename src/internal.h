@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT OR LGPL-2.1-or-later */
+/*
+ * internal.h - the backend interface of libuepoll.  Not installed.
+ *
+ * uepoll.c validates every argument and the common ctl rules
+ * (uepoll_ctl_check()) and then dispatches through one ops table per
+ * backend.  A backend may assume: u is live, evs != NULL, max > 0,
+ * ctl arguments already checked (op valid, ev valid for ADD/MOD with
+ * EPOLLWAKEUP cleared, fd open and pollable, fd != instance fd).
+ */
+#ifndef UEPOLL_INTERNAL_H
+#define UEPOLL_INTERNAL_H
+
+#include <pthread.h>
+#include "uepoll.h"
+
+#define __hidden __attribute__((visibility("hidden")))
+
+struct uepoll_ops {
+	const char *name;
+	int id;				/* UEPOLL_BACKEND_* */
+	/* 0 if usable in this process, else -errno (the error init would give) */
+	int (*probe)(void);
+	int (*init)(struct uepoll *u, unsigned n, unsigned flags);
+	void (*exit)(struct uepoll *u);
+	int (*ctl)(struct uepoll *u, int op, int fd, struct epoll_event *ev);
+	int (*harvest)(struct uepoll *u, struct epoll_event *evs, int max);
+	/* sleep until something may be ready or timeout; 0 woke/timeout, -errno */
+	int (*sleep)(struct uepoll *u, int timeout_ms);
+	/* optional: harvest+sleep in one call (epoll), NULL = generic loop */
+	int (*wait)(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
+};
+
+extern const struct uepoll_ops __uepoll_native_ops __hidden;
+extern const struct uepoll_ops __uepoll_uring_ops __hidden;
+extern const struct uepoll_ops __uepoll_epoll_ops __hidden;
+
+static inline void stat_add(struct uepoll *u, uint64_t *c, uint64_t v)
+{
+	(void)u;
+	__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+}
+#define STAT(u, field, v) stat_add((u), &(u)->stats.field, (v))
+
+/* fd -> int map (-1: absent), grows on demand; caller locks. */
+struct fdmap {
+	int32_t *v;
+	unsigned cap;
+};
+int fdmap_get(const struct fdmap *m, int fd) __hidden;
+int fdmap_set(struct fdmap *m, int fd, int val) __hidden;	/* 0 / -ENOMEM */
+void fdmap_free(struct fdmap *m) __hidden;
+
+#endif /* UEPOLL_INTERNAL_H */

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/*
+ * uepoll.c - setup, argument checks and dispatch to the backends.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "internal.h"
+
+static const struct uepoll_ops *const backends[4] = {
+	[UEPOLL_BACKEND_NATIVE >> UEPOLL_BACKEND_SHIFT] = &__uepoll_native_ops,
+	[UEPOLL_BACKEND_URING >> UEPOLL_BACKEND_SHIFT] = &__uepoll_uring_ops,
+	[UEPOLL_BACKEND_EPOLL >> UEPOLL_BACKEND_SHIFT] = &__uepoll_epoll_ops,
+};
+
+static const struct uepoll_ops *ops_of(int backend)
+{
+	return backends[((unsigned)backend & UEPOLL_BACKEND_MASK) >> UEPOLL_BACKEND_SHIFT];
+}
+
+/* The automatic choice, probed once per process: native > uring > epoll. */
+static pthread_once_t auto_once = PTHREAD_ONCE_INIT;
+static int auto_backend;
+
+static void auto_probe(void)
+{
+	if (__uepoll_native_ops.probe() == 0)
+		auto_backend = UEPOLL_BACKEND_NATIVE;
+	else if (__uepoll_uring_ops.probe() == 0)
+		auto_backend = UEPOLL_BACKEND_URING;
+	else
+		auto_backend = UEPOLL_BACKEND_EPOLL;
+}
+
+/* 0 live, -EBADF destroyed, -EINVAL NULL or never initialised */
+static inline int check_live(const struct uepoll *u)
+{
+	if (!u)
+		return -EINVAL;
+	if (u->magic == UEPOLL_MAGIC_LIVE)
+		return 0;
+	return u->magic == UEPOLL_MAGIC_DEAD ? -EBADF : -EINVAL;
+}
+
+static int env_backend(unsigned *flags)
+{
+	const char *e = getenv("UEPOLL_BACKEND");
+
+	if (!e || !*e || !strcmp(e, "auto"))
+		return 0;
+	if (!strcmp(e, "native"))
+		*flags |= UEPOLL_BACKEND_NATIVE;
+	else if (!strcmp(e, "uring"))
+		*flags |= UEPOLL_BACKEND_URING;
+	else if (!strcmp(e, "epoll"))
+		*flags |= UEPOLL_BACKEND_EPOLL;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+UEPOLL_API int uepoll_init(struct uepoll *u, unsigned n, unsigned flags)
+{
+	const struct uepoll_ops *ops;
+	int ret;
+
+	if (!u)
+		return -EINVAL;
+	memset(u, 0, sizeof(*u));
+	u->fd = -1;
+	if (n < 1 || n > UEPOLL_MAX_ITEMS || (flags & ~UEPOLL_FLAGS_ALL))
+		return -EINVAL;
+	if ((flags & UEPOLL_BACKEND_MASK) == UEPOLL_BACKEND_AUTO) {
+		ret = env_backend(&flags);
+		if (ret)
+			return ret;
+	}
+	if ((flags & UEPOLL_BACKEND_MASK) == UEPOLL_BACKEND_AUTO) {
+		pthread_once(&auto_once, auto_probe);
+		flags |= (unsigned)auto_backend;
+	}
+	ops = ops_of((int)flags);
+	u->backend = (int)(flags & UEPOLL_BACKEND_MASK);
+	u->flags = flags;
+	u->n = n;
+	ret = ops->init(u, n, flags);
+	if (ret < 0) {
+		memset(u, 0, sizeof(*u));
+		u->fd = -1;
+		return ret;
+	}
+	u->magic = UEPOLL_MAGIC_LIVE;
+	return 0;
+}
+
+UEPOLL_API void uepoll_exit(struct uepoll *u)
+{
+	if (check_live(u))
+		return;
+	ops_of(u->backend)->exit(u);
+	u->hdr = NULL;
+	u->index = NULL;
+	u->priv = NULL;
+	u->fd = -1;
+	u->magic = UEPOLL_MAGIC_DEAD;
+}
+
+/*
+ * The checks epoll_ctl(2) makes, in the kernel's order (EFAULT, EBADF,
+ * EPERM, EINVAL), plus the userpoll rules (EPOLLET required,
+ * EPOLLEXCLUSIVE refused, EPOLLWAKEUP dropped).  EEXIST, ENOENT and
+ * ENOSPC are the backend's, after these.
+ */
+UEPOLL_API int uepoll_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
+{
+	const struct uepoll_ops *ops;
+	struct epoll_event e = { 0, { 0 } };
+	int has_event = op != EPOLL_CTL_DEL;
+	int flags_bad = 0, ret;
+
+	ret = check_live(u);
+	if (ret)
+		return ret;
+	ops = ops_of(u->backend);
+	if (has_event) {
+		if (!ev)
+			return -EFAULT;
+		e = *ev;
+		e.events &= ~(uint32_t)EPOLLWAKEUP;
+		flags_bad = (e.events & EPOLLEXCLUSIVE) || !(e.events & EPOLLET);
+	}
+	if (fd < 0)
+		return -EBADF;
+	if (u->backend != UEPOLL_BACKEND_EPOLL || flags_bad) {
+		/* the kernel checks fd and pollability before flags */
+		struct stat st;
+
+		STAT(u, syscalls, 1);
+		if (fstat(fd, &st) < 0)
+			return -EBADF;
+		if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+			return -EPERM;
+		if (fd == u->fd)
+			return -EINVAL;
+		if (flags_bad)
+			return -EINVAL;
+	}
+	if (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL)
+		return -EINVAL;
+	ret = ops->ctl(u, op, fd, has_event ? &e : NULL);
+	if (ret == 0)
+		STAT(u, ctls, 1);
+	return ret;
+}
+
+UEPOLL_API int __uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max)
+{
+	int ret = check_live(u);
+
+	if (ret)
+		return ret;
+	if (!evs || max <= 0)
+		return -EINVAL;
+	return ops_of(u->backend)->harvest(u, evs, max);
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * Harvest; if nothing, sleep and harvest again until something comes or
+ * the timeout expires.  A wake-up can yield nothing (a completion of a
+ * deleted registration): then sleep again for the rest of the timeout.
+ * A signal handler that runs while we sleep ends the call with -EINTR
+ * (never restarted, whatever SA_RESTART says, like epoll_wait(2)).
+ */
+UEPOLL_API int uepoll_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms)
+{
+	const struct uepoll_ops *ops;
+	int64_t deadline = 0;
+	int ret;
+
+	ret = check_live(u);
+	if (ret)
+		return ret;
+	if (!evs || max <= 0)
+		return -EINVAL;
+	ops = ops_of(u->backend);
+	STAT(u, waits, 1);
+	if (ops->wait)
+		return ops->wait(u, evs, max, timeout_ms);
+	if (timeout_ms > 0)
+		deadline = now_ns() + (int64_t)timeout_ms * 1000000;
+	for (;;) {
+		int64_t left = -1;
+
+		ret = uepoll_harvest(u, evs, max);
+		if (ret != 0 || timeout_ms == 0)
+			return ret;
+		if (timeout_ms > 0) {
+			left = deadline - now_ns();
+			if (left <= 0)
+				return 0;
+		}
+		STAT(u, sleeps, 1);
+		ret = ops->sleep(u, left < 0 ? -1 : (int)((left + 999999) / 1000000));
+		if (ret < 0)
+			return ret;
+	}
+}
+
+UEPOLL_API int uepoll_fd(const struct uepoll *u)
+{
+	int ret = check_live(u);
+
+	return ret ? ret : u->fd;
+}
+
+UEPOLL_API int uepoll_backend(const struct uepoll *u)
+{
+	int ret = check_live(u);
+
+	return ret ? ret : u->backend;
+}
+
+UEPOLL_API const char *uepoll_backend_name(const struct uepoll *u)
+{
+	if (check_live(u))
+		return NULL;
+	return ops_of(u->backend)->name;
+}
+
+UEPOLL_API int uepoll_get_stats(const struct uepoll *u, struct uepoll_stats *st)
+{
+	const uint64_t *src;
+	uint64_t *dst;
+	size_t i;
+	int ret = check_live(u);
+
+	if (ret)
+		return ret;
+	if (!st)
+		return -EINVAL;
+	src = (const uint64_t *)&u->stats;
+	dst = (uint64_t *)st;
+	for (i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* fd map */
+int fdmap_get(const struct fdmap *m, int fd)
+{
+	if (fd < 0 || (unsigned)fd >= m->cap)
+		return -1;
+	return m->v[fd];
+}
+
+int fdmap_set(struct fdmap *m, int fd, int val)
+{
+	if ((unsigned)fd >= m->cap) {
+		unsigned cap = m->cap ? m->cap : 64, i;
+		int32_t *v;
+
+		if (val < 0)
+			return 0;
+		while (cap <= (unsigned)fd)
+			cap *= 2;
+		v = realloc(m->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (i = m->cap; i < cap; i++)
+			v[i] = -1;
+		m->v = v;
+		m->cap = cap;
+	}
+	m->v[fd] = val;
+	return 0;
+}
+
+void fdmap_free(struct fdmap *m)
+{
+	free(m->v);
+	m->v = NULL;
+	m->cap = 0;
+}

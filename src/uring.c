@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/*
+ * uring.c - the io_uring backend (liburing).
+ *
+ * One poll request per registration: multishot (IORING_POLL_ADD_MULTI)
+ * for ordinary registrations, single-shot for EPOLLONESHOT ones (one
+ * event, then silence until MOD).  MOD is a poll update (events and
+ * user_data), DEL a poll remove.  user_data = (generation << 32) | slot;
+ * every ADD, MOD and DEL bumps the slot's generation, so completions
+ * already queued for an older registration are dropped at harvest (DEL is
+ * final, even when the fd is added again at once).  Harvest peeks the CQ
+ * ring: no system call when completions are pending, none when nothing is
+ * pending; several completions of one registration in one batch are ORed
+ * into one event.
+ *
+ * A poll that ends (no IORING_CQE_F_MORE: CQ overflow, a cancel because
+ * the submitting thread exited, ...) is re-armed by the harvester; a
+ * fresh poll reports the readiness present at that moment, so nothing is
+ * lost.  MOD of a poll that already ended (a fired ONESHOT) fails with
+ * ENOENT in the kernel and is re-armed the same way.
+ *
+ * Locking: one mutex for the SQ and the slot table, taken by ctl and by a
+ * harvest that found completions; the empty-CQ path takes no lock.
+ *
+ * Setup flags (measured, see README.md "io_uring setup flags"): none but
+ * CQSIZE by default.  SINGLE_ISSUER|DEFER_TASKRUN forbids ctl from a second
+ * thread; COOP_TASKRUN delays completions until the submitting thread
+ * enters the kernel.  UEPOLL_URING_SETUP=plain|coop|defer (and
+ * UEPOLL_URING_CQ=<entries>) exist for measurements and tests only.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "internal.h"
+
+#define UD_INTERNAL	(1ull << 63)
+#define GEN_MASK	0x7fffffffu
+#define UD(slot, gen)	(((uint64_t)(gen) << 32) | (uint32_t)(slot))
+
+#define EV_FLAGS	(EPOLLET | EPOLLONESHOT | EPOLLWAKEUP | EPOLLEXCLUSIVE)
+
+struct uslot {
+	int fd;			/* -1: free */
+	uint32_t gen;
+	uint32_t events;	/* as registered (EPOLLWAKEUP cleared) */
+	uint32_t stamp;		/* batch that holds an event of this slot */
+	uint64_t data;
+	int outidx;		/* its index in that batch */
+	uint8_t armed;		/* a poll request of this generation is live */
+	uint8_t fired;		/* ONESHOT event reported: silent until MOD */
+	uint8_t rearm;		/* queued for re-arm in this harvest */
+};
+
+struct uring_priv {
+	struct io_uring ring;
+	pthread_mutex_t lock;
+	struct uslot *slots;
+	uint32_t *freel;
+	unsigned nfree;
+	uint32_t *rearm;
+	unsigned nrearm;
+	struct fdmap map;
+	uint32_t batch;
+	unsigned setup;		/* IORING_SETUP_* used */
+	unsigned skip;		/* IOSQE_CQE_SKIP_SUCCESS if supported */
+};
+
+enum { SETUP_PLAIN, SETUP_COOP, SETUP_DEFER };
+
+static int setup_mode(void)
+{
+	const char *e = getenv("UEPOLL_URING_SETUP");
+
+	if (e && !strcmp(e, "coop"))
+		return SETUP_COOP;
+	if (e && !strcmp(e, "defer"))
+		return SETUP_DEFER;
+	return SETUP_PLAIN;
+}
+
+static int ring_setup(struct io_uring *ring, unsigned cq, unsigned *setup)
+{
+	struct io_uring_params prm;
+	unsigned sq = cq < 64 ? cq : 64;
+	int ret;
+
+	memset(&prm, 0, sizeof(prm));
+	prm.flags = IORING_SETUP_CQSIZE;
+	prm.cq_entries = cq;
+	switch (setup_mode()) {
+	case SETUP_COOP:
+		prm.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
+		break;
+	case SETUP_DEFER:
+		prm.flags |= IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+			     IORING_SETUP_TASKRUN_FLAG;
+		break;
+	}
+	ret = io_uring_queue_init_params(sq, ring, &prm);
+	if (ret < 0)
+		return ret;
+	/* needed: EXT_ARG (timed wait without an SQE), NODROP (overflow kept),
+	 * CQE_SKIP (5.17; poll update with user_data is 5.13) */
+	if ((prm.features & (IORING_FEAT_EXT_ARG | IORING_FEAT_NODROP | IORING_FEAT_CQE_SKIP)) !=
+	    (IORING_FEAT_EXT_ARG | IORING_FEAT_NODROP | IORING_FEAT_CQE_SKIP)) {
+		io_uring_queue_exit(ring);
+		return -ENOSYS;
+	}
+	*setup = prm.flags;
+	return 0;
+}
+
+/* io_uring_setup refused (EPERM: seccomp, io_uring_disabled; ENOSYS) */
+static int uring_probe(void)
+{
+	struct io_uring ring;
+	unsigned setup;
+	int ret = ring_setup(&ring, 4, &setup);
+
+	if (ret == 0)
+		io_uring_queue_exit(&ring);
+	return ret;
+}
+
+static unsigned cq_size(unsigned n)
+{
+	const char *e = getenv("UEPOLL_URING_CQ");
+	unsigned cq = 1024;
+
+	if (e && atoi(e) > 0)
+		return (unsigned)atoi(e);
+	while (cq < 4 * n && cq < 65536)
+		cq <<= 1;
+	return cq;
+}
+
+static int uring_init(struct uepoll *u, unsigned n, unsigned flags)
+{
+	struct uring_priv *p = calloc(1, sizeof(*p));
+	unsigned i;
+	int ret;
+
+	if (!p)
+		return -ENOMEM;
+	p->slots = calloc(n, sizeof(*p->slots));
+	p->freel = calloc(n, sizeof(*p->freel));
+	p->rearm = calloc(n, sizeof(*p->rearm));
+	if (!p->slots || !p->freel || !p->rearm) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < n; i++) {
+		p->slots[i].fd = -1;
+		p->freel[i] = n - 1 - i;	/* lowest slot first */
+	}
+	p->nfree = n;
+	STAT(u, syscalls, 1);
+	ret = ring_setup(&p->ring, cq_size(n), &p->setup);
+	if (ret < 0)
+		goto fail;
+	p->skip = IOSQE_CQE_SKIP_SUCCESS;
+	/* the ring fd is always O_CLOEXEC */
+	if (!(flags & UEPOLL_CLOEXEC)) {
+		STAT(u, syscalls, 1);
+		fcntl(p->ring.ring_fd, F_SETFD, 0);
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	u->fd = p->ring.ring_fd;
+	u->priv = p;
+	return 0;
+fail:
+	free(p->slots);
+	free(p->freel);
+	free(p->rearm);
+	free(p);
+	return ret;
+}
+
+static void uring_exit(struct uepoll *u)
+{
+	struct uring_priv *p = u->priv;
+
+	io_uring_queue_exit(&p->ring);	/* cancels every poll, unmaps, closes */
+	pthread_mutex_destroy(&p->lock);
+	fdmap_free(&p->map);
+	free(p->slots);
+	free(p->freel);
+	free(p->rearm);
+	free(p);
+}
+
+static struct io_uring_sqe *get_sqe(struct uepoll *u, struct uring_priv *p)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
+
+	if (!sqe) {
+		STAT(u, syscalls, 1);
+		io_uring_submit(&p->ring);
+		sqe = io_uring_get_sqe(&p->ring);
+	}
+	return sqe;
+}
+
+static unsigned poll_mask(uint32_t events)
+{
+	return events & ~(uint32_t)EV_FLAGS;
+}
+
+/* queue a fresh poll for slot s (current generation); caller submits */
+static int arm(struct uepoll *u, struct uring_priv *p, uint32_t s)
+{
+	struct uslot *sl = &p->slots[s];
+	struct io_uring_sqe *sqe = get_sqe(u, p);
+
+	if (!sqe)
+		return -EBUSY;
+	if (sl->events & EPOLLONESHOT)
+		io_uring_prep_poll_add(sqe, sl->fd, poll_mask(sl->events));
+	else
+		io_uring_prep_poll_multishot(sqe, sl->fd, poll_mask(sl->events));
+	io_uring_sqe_set_data64(sqe, UD(s, sl->gen));
+	sl->armed = 1;
+	return 0;
+}
+
+static int submit(struct uepoll *u, struct uring_priv *p)
+{
+	int ret;
+
+	STAT(u, syscalls, 1);
+	ret = io_uring_submit(&p->ring);
+	return ret < 0 ? ret : 0;
+}
+
+static int uring_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
+{
+	struct uring_priv *p = u->priv;
+	struct io_uring_sqe *sqe;
+	struct uslot *sl;
+	uint32_t oldgen;
+	int s, ret = 0;
+
+	pthread_mutex_lock(&p->lock);
+	s = fdmap_get(&p->map, fd);
+	switch (op) {
+	case EPOLL_CTL_ADD:
+		if (s >= 0) {
+			ret = -EEXIST;
+			break;
+		}
+		if (!p->nfree) {
+			ret = -ENOSPC;
+			break;
+		}
+		s = (int)p->freel[p->nfree - 1];
+		ret = fdmap_set(&p->map, fd, s);
+		if (ret)
+			break;
+		p->nfree--;
+		sl = &p->slots[s];
+		sl->fd = fd;
+		sl->gen = (sl->gen + 1) & GEN_MASK;
+		sl->events = ev->events;
+		sl->data = ev->data.u64;
+		sl->fired = 0;
+		ret = arm(u, p, (uint32_t)s);
+		if (!ret)
+			ret = submit(u, p);
+		if (ret) {	/* roll back */
+			sl->fd = -1;
+			sl->armed = 0;
+			fdmap_set(&p->map, fd, -1);
+			p->freel[p->nfree++] = (uint32_t)s;
+		}
+		break;
+	case EPOLL_CTL_MOD:
+		if (s < 0) {
+			ret = -ENOENT;
+			break;
+		}
+		sl = &p->slots[s];
+		oldgen = sl->gen;
+		sl->gen = (sl->gen + 1) & GEN_MASK;
+		sl->events = ev->events;
+		sl->data = ev->data.u64;
+		sl->fired = 0;
+		if (!sl->armed) {
+			ret = arm(u, p, (uint32_t)s);
+		} else {
+			unsigned f = IORING_POLL_UPDATE_EVENTS | IORING_POLL_UPDATE_USER_DATA;
+
+			if (!(sl->events & EPOLLONESHOT))
+				f |= IORING_POLL_ADD_MULTI;
+			sqe = get_sqe(u, p);
+			if (!sqe) {
+				ret = -EBUSY;
+				break;
+			}
+			/* fails with ENOENT if the poll ended: re-armed at harvest */
+			io_uring_prep_poll_update(sqe, UD(s, oldgen), UD(s, sl->gen),
+						  poll_mask(sl->events), f);
+			io_uring_sqe_set_data64(sqe, UD_INTERNAL | UD(s, sl->gen));
+			sqe->flags |= (uint8_t)p->skip;
+		}
+		if (!ret)
+			ret = submit(u, p);
+		break;
+	case EPOLL_CTL_DEL:
+		if (s < 0) {
+			ret = -ENOENT;
+			break;
+		}
+		sl = &p->slots[s];
+		if (sl->armed) {
+			sqe = get_sqe(u, p);
+			if (sqe) {
+				io_uring_prep_poll_remove(sqe, UD(s, sl->gen));
+				io_uring_sqe_set_data64(sqe, UD_INTERNAL | UD(s, sl->gen));
+				sqe->flags |= (uint8_t)p->skip;
+				submit(u, p);
+			}
+		}
+		/* from here on, nothing of this generation is reported */
+		sl->gen = (sl->gen + 1) & GEN_MASK;
+		sl->fd = -1;
+		sl->armed = 0;
+		fdmap_set(&p->map, fd, -1);
+		p->freel[p->nfree++] = (uint32_t)s;
+		break;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return ret;
+}
+
+static void queue_rearm(struct uring_priv *p, uint32_t s)
+{
+	struct uslot *sl = &p->slots[s];
+
+	if (!sl->rearm) {
+		sl->rearm = 1;
+		p->rearm[p->nrearm++] = s;
+	}
+}
+
+static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
+{
+	struct uring_priv *p = u->priv;
+	struct io_uring *ring = &p->ring;
+	unsigned kflags = IO_URING_READ_ONCE(*ring->sq.kflags);
+	unsigned need_enter = IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN;
+	uint32_t batch;
+	int cnt = 0, full = 0, loops = 0;
+	unsigned i;
+
+	STAT(u, harvests, 1);
+	/* the no-event fast path: no lock, no system call */
+	if (!io_uring_cq_ready(ring) && !(kflags & need_enter))
+		return 0;
+
+	pthread_mutex_lock(&p->lock);
+	batch = ++p->batch;
+	if (!batch)
+		batch = ++p->batch;
+	for (;;) {
+		unsigned head = *ring->cq.khead;
+		unsigned tail = io_uring_smp_load_acquire(ring->cq.ktail);
+		unsigned seen = 0;
+
+		while (head != tail) {
+			struct io_uring_cqe *cqe = &ring->cq.cqes[head & *ring->cq.kring_mask];
+			uint64_t ud = cqe->user_data;
+			uint32_t s = (uint32_t)ud, g = (uint32_t)(ud >> 32) & GEN_MASK;
+			struct uslot *sl = s < u->n ? &p->slots[s] : NULL;
+			int more = !!(cqe->flags & IORING_CQE_F_MORE);
+			int res = cqe->res;
+
+			if (!sl || sl->fd < 0 || sl->gen != g) {
+				STAT(u, stale, 1);
+				goto next;
+			}
+			if (ud & UD_INTERNAL) {
+				/* a failed poll update: the poll had ended */
+				if (res < 0) {
+					sl->armed = 0;
+					queue_rearm(p, s);
+				}
+				goto next;
+			}
+			if (res > 0 && !sl->fired) {
+				uint32_t m = (uint32_t)res &
+					     (sl->events | EPOLLERR | EPOLLHUP) & ~(uint32_t)EV_FLAGS;
+
+				if (m && sl->stamp == batch) {
+					evs[sl->outidx].events |= m;
+					STAT(u, coalesced, 1);
+				} else if (m) {
+					if (cnt == max) {
+						full = 1;
+						break;	/* leave this CQE for the next harvest */
+					}
+					evs[cnt].events = m;
+					evs[cnt].data.u64 = sl->data;
+					sl->stamp = batch;
+					sl->outidx = cnt++;
+					if (sl->events & EPOLLONESHOT)
+						sl->fired = 1;
+				}
+			}
+			if (!more) {
+				sl->armed = 0;
+				/* ended without F_MORE: re-arm unless ONESHOT did its job
+				 * or the poll failed for good (fd gone: EBADF...) */
+				if (!sl->fired && (res >= 0 || res == -ECANCELED))
+					queue_rearm(p, s);
+			}
+next:
+			head++;
+			seen++;
+		}
+		if (seen)
+			io_uring_cq_advance(ring, seen);
+		if (full || loops++ > 8)
+			break;
+		kflags = IO_URING_READ_ONCE(*ring->sq.kflags);
+		if (!(kflags & need_enter))
+			break;
+		/* flush overflowed CQEs / run deferred task work */
+		if (kflags & IORING_SQ_CQ_OVERFLOW)
+			STAT(u, overflows, 1);
+		STAT(u, syscalls, 1);
+		io_uring_get_events(ring);
+	}
+	if (p->nrearm) {
+		for (i = 0; i < p->nrearm; i++) {
+			uint32_t s = p->rearm[i];
+			struct uslot *sl = &p->slots[s];
+
+			sl->rearm = 0;
+			if (sl->fd >= 0 && !sl->armed && !sl->fired && arm(u, p, s) == 0)
+				STAT(u, rearms, 1);
+		}
+		p->nrearm = 0;
+		submit(u, p);
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (cnt)
+		STAT(u, events, (uint64_t)cnt);
+	return cnt;
+}
+
+static int uring_sleep(struct uepoll *u, int timeout_ms)
+{
+	struct uring_priv *p = u->priv;
+	struct __kernel_timespec ts;
+	struct io_uring_getevents_arg arg;
+	int ret;
+
+	memset(&arg, 0, sizeof(arg));
+	if (timeout_ms >= 0) {
+		ts.tv_sec = timeout_ms / 1000;
+		ts.tv_nsec = (long long)(timeout_ms % 1000) * 1000000;
+		arg.ts = (uint64_t)(uintptr_t)&ts;
+	}
+	STAT(u, syscalls, 1);
+	ret = io_uring_enter2((unsigned)p->ring.ring_fd, 0, 1,
+			      IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
+			      (sigset_t *)&arg, sizeof(arg));
+	if (ret == -1)		/* a wrapper that returns -1/errno */
+		ret = -errno;
+	if (ret == -ETIME || ret == -EAGAIN || ret == -EBUSY)
+		return 0;
+	return ret < 0 ? ret : 0;
+}
+
+const struct uepoll_ops __uepoll_uring_ops = {
+	.name = "uring",
+	.id = UEPOLL_BACKEND_URING,
+	.probe = uring_probe,
+	.init = uring_init,
+	.exit = uring_exit,
+	.ctl = uring_ctl,
+	.harvest = uring_harvest,
+	.sleep = uring_sleep,
+};

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT OR LGPL-2.1-or-later */
+/*
+ * test/helpers.h - shared by the test programs: exit 0 pass, 1 fail,
+ * 77 skip (reason printed).  The backend comes from UEPOLL_BACKEND (the
+ * runner sets it per run).
+ */
+#ifndef UEPOLL_TEST_HELPERS_H
+#define UEPOLL_TEST_HELPERS_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <uepoll.h>
+
+#define T_PASS 0
+#define T_FAIL 1
+#define T_SKIP 77
+
+#define FAIL(...) do { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+		fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(T_FAIL); } while (0)
+#define SKIP(...) do { printf("SKIP: "); printf(__VA_ARGS__); putchar('\n'); exit(T_SKIP); } while (0)
+#define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
+#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+		if (_a != _b) FAIL("%s == %lld, expected %s == %lld", #a, _a, #b, _b); } while (0)
+
+static inline int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;	/* the DIR's own fd */
+}
+
+static inline int t_efd(void)
+{
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	if (fd < 0)
+		FAIL("eventfd: %s", strerror(errno));
+	return fd;
+}
+
+static inline void t_write(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) != sizeof(one))
+		FAIL("write: %s", strerror(errno));
+}
+
+static inline uint64_t t_read(int fd)
+{
+	uint64_t v = 0;
+
+	if (read(fd, &v, sizeof(v)) != sizeof(v))
+		return 0;
+	return v;
+}
+
+/* uepoll_init with the runner's backend; skip if it is unavailable */
+static inline void t_init(struct uepoll *u, unsigned n)
+{
+	int ret = uepoll_init(u, n, UEPOLL_CLOEXEC);
+
+	if (ret == -ENOSYS || ret == -EPERM)
+		SKIP("backend %s unavailable: %s", getenv("UEPOLL_BACKEND") ?: "auto", strerror(-ret));
+	if (ret < 0)
+		FAIL("uepoll_init(%u): %s", n, strerror(-ret));
+}
+
+static inline int t_add(struct uepoll *u, int fd, uint32_t events, uint64_t data)
+{
+	struct epoll_event ev;
+
+	ev.events = events;
+	ev.data.u64 = data;
+	return uepoll_ctl(u, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static inline int t_mod(struct uepoll *u, int fd, uint32_t events, uint64_t data)
+{
+	struct epoll_event ev;
+
+	ev.events = events;
+	ev.data.u64 = data;
+	return uepoll_ctl(u, EPOLL_CTL_MOD, fd, &ev);
+}
+
+/* every event of one batch must have a distinct data (guarantee 2) */
+static inline void t_check_distinct(const struct epoll_event *evs, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			if (evs[i].data.u64 == evs[j].data.u64)
+				FAIL("two events for data %llu in one batch",
+				     (unsigned long long)evs[i].data.u64);
+}
+
+/*
+ * Collect events for up to ms milliseconds (stopping early once `want`
+ * events were seen, if want > 0) into a per-data count.  Returns total.
+ */
+static inline int t_collect(struct uepoll *u, int ms, int want, unsigned *count, unsigned ndata)
+{
+	struct epoll_event evs[64];
+	int total = 0;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int r = uepoll_wait(u, evs, 64, 10);
+
+		if (r < 0)
+			FAIL("uepoll_wait: %s", strerror(-r));
+		t_check_distinct(evs, r);
+		for (int i = 0; i < r; i++) {
+			if (evs[i].data.u64 < ndata)
+				count[evs[i].data.u64]++;
+			total++;
+		}
+		if (want > 0 && total >= want)
+			return total;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+			return total;
+	}
+}
+
+#endif
