@@ -1,0 +1,92 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+#
+# test/runner.sh [--label L] [--timeout SEC] [--wrapper CMD] [--only-threaded] BUILDDIR
+#
+# Runs every test program of BUILDDIR/test (and uepoll-stress runs) once per
+# backend (native, uring, epoll; UEPOLL_BACKEND set per run), each under a
+# timeout.  Exit status of a test: 0 pass, 77 skip, anything else fail.
+# A backend that is unavailable has all its tests skipped, with the reason.
+# UEPOLL_BACKEND set by the caller restricts the run to that backend.
+# Ends with one line per backend, `<backend>: N passed, N failed, N skipped`,
+# and `N passed, N failed, N skipped`.  Exit 1 if anything failed.
+set -uo pipefail
+
+label=plain timeout_s=60 wrapper="" only_threaded=0
+while [ $# -gt 1 ]; do
+	case $1 in
+	--label) label=$2; shift 2 ;;
+	--timeout) timeout_s=$2; shift 2 ;;
+	--wrapper) wrapper=$2; shift 2 ;;
+	--only-threaded) only_threaded=1; shift ;;
+	*) break ;;
+	esac
+done
+B=${1:?usage: runner.sh [options] BUILDDIR}
+forced=${UEPOLL_BACKEND:-}
+unset UEPOLL_BACKEND
+
+# tests that start threads (the TSan pass runs these)
+threaded="threads wait stress stress-churn"
+stress=$B/tools/uepoll-stress
+iters=20000
+[ -n "$wrapper" ] && iters=2000
+
+tests=()
+for t in "$B"/test/*; do
+	[ -x "$t" ] || continue
+	tests+=("$(basename "$t")")
+done
+tests+=(stress stress-churn)
+
+cmd_of() {
+	case $1 in
+	stress) echo "$stress -t 4 -i $iters -q" ;;
+	stress-churn) echo "$stress -t 4 -i $iters -c -q" ;;
+	*) echo "$B/test/$1" ;;
+	esac
+}
+
+echo "== test suite: $label ($B) =="
+tot_p=0 tot_f=0 tot_s=0
+summary=()
+for be in native uring epoll; do
+	p=0 f=0 s=0
+	reason=""
+	if [ -n "$forced" ] && [ "$forced" != "$be" ]; then
+		reason="UEPOLL_BACKEND=$forced"
+	elif ! out=$("$stress" -b "$be" -p 2>&1); then
+		reason="unavailable: $out"
+	fi
+	for t in "${tests[@]}"; do
+		if [ $only_threaded = 1 ] && [[ " $threaded " != *" $t "* ]]; then
+			continue
+		fi
+		if [ -n "$reason" ]; then
+			s=$((s + 1))
+			continue
+		fi
+		start=$(date +%s%N)
+		# shellcheck disable=SC2046
+		out=$(UEPOLL_BACKEND=$be timeout -k 5 "$timeout_s" $wrapper $(cmd_of "$t") 2>&1 </dev/null)
+		rc=$?
+		ms=$((($(date +%s%N) - start) / 1000000))
+		dt=$((ms / 1000)).$(printf '%03d' $((ms % 1000)))
+		case $rc in
+		0) p=$((p + 1)); echo "PASS $be $t (${dt}s)" ;;
+		77) s=$((s + 1)); echo "SKIP $be $t: $(echo "$out" | grep -m1 SKIP | sed 's/^SKIP: //')" ;;
+		*) f=$((f + 1))
+		   [ $rc = 124 ] && out="$out
+(timeout after ${timeout_s}s)"
+		   echo "FAIL $be $t (exit $rc, ${dt}s)"
+		   echo "$out" | tail -n 20 | sed 's/^/    /' ;;
+		esac
+	done
+	[ -n "$reason" ] && echo "SKIP $be: all tests: $reason"
+	summary+=("$be: $p passed, $f failed, $s skipped")
+	tot_p=$((tot_p + p)) tot_f=$((tot_f + f)) tot_s=$((tot_s + s))
+done
+echo "== summary: $label =="
+printf '%s\n' "${summary[@]}"
+echo "$tot_p passed, $tot_f failed, $tot_s skipped"
+[ $tot_f = 0 ]
