@@ -44,6 +44,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <termios.h>
 
 #define EXIT_PORT 0xf4
 #define MAX_ARGS 32
@@ -140,6 +141,16 @@ static void reap_orphans(void)
 
 static __attribute__((noreturn)) void finish(int code)
 {
+	struct timespec settle = { 0, 300 * 1000 * 1000 };
+
+	fflush(NULL);
+	/*
+	 * write() to the console returns once the tty layer has the bytes,
+	 * not when the UART sent them: drain, or QEMU exits (outb below)
+	 * with the final marker lines still in the tty buffer.
+	 */
+	tcdrain(1);
+	nanosleep(&settle, NULL);
 	sync();
 	if (ioperm(EXIT_PORT, 1, 1) == 0) {
 		outb((unsigned char)code, EXIT_PORT);
