@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/*
+ * stats: the counters move where the calls are made; on the uring
+ * backend a harvest with events pending, and one with nothing pending,
+ * make no system call; on epoll every harvest is one epoll_wait().
+ */
+#include "helpers.h"
+
+int main(void)
+{
+	struct uepoll u;
+	struct uepoll_stats a, b;
+	struct epoll_event evs[8];
+	int fds[4], fds0 = count_fds(), r;
+
+	t_init(&u, 4);
+	for (int i = 0; i < 4; i++) {
+		fds[i] = t_efd();
+		CHECK_EQ(t_add(&u, fds[i], EPOLLIN | EPOLLET, (uint64_t)i), 0);
+	}
+	CHECK_EQ(uepoll_get_stats(&u, &a), 0);
+	CHECK_EQ(a.ctls, 4);
+	CHECK(a.syscalls >= 4);
+	CHECK_EQ(a.events, 0);
+	r = uepoll_harvest(&u, evs, 8);
+	CHECK_EQ(r, 0);
+	CHECK_EQ(uepoll_get_stats(&u, &b), 0);
+	CHECK_EQ(b.harvests, a.harvests + 1);
+	if (uepoll_backend(&u) == UEPOLL_BACKEND_URING)
+		CHECK_EQ(b.syscalls, a.syscalls);
+	else if (uepoll_backend(&u) == UEPOLL_BACKEND_EPOLL)
+		CHECK_EQ(b.syscalls, a.syscalls + 1);
+
+	for (int i = 0; i < 4; i++)
+		t_write(fds[i]);
+	usleep(5000);
+	CHECK_EQ(uepoll_get_stats(&u, &a), 0);
+	r = uepoll_harvest(&u, evs, 8);
+	CHECK_EQ(r, 4);
+	CHECK_EQ(uepoll_get_stats(&u, &b), 0);
+	CHECK_EQ(b.events, a.events + 4);
+	CHECK_EQ(b.harvests, a.harvests + 1);
+	printf("%s: harvest of 4 events: %llu system calls\n", uepoll_backend_name(&u),
+	       (unsigned long long)(b.syscalls - a.syscalls));
+	if (uepoll_backend(&u) == UEPOLL_BACKEND_URING)
+		CHECK_EQ(b.syscalls, a.syscalls);
+	else if (uepoll_backend(&u) == UEPOLL_BACKEND_EPOLL)
+		CHECK_EQ(b.syscalls, a.syscalls + 1);
+
+	CHECK_EQ(uepoll_wait(&u, evs, 8, 10), 0);
+	CHECK_EQ(uepoll_get_stats(&u, &a), 0);
+	CHECK_EQ(a.waits, 1);
+	CHECK(a.sleeps >= 1);
+	uepoll_exit(&u);
+	for (int i = 0; i < 4; i++)
+		close(fds[i]);
+	CHECK_EQ(count_fds(), fds0);
+	return 0;
+}
