@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -454,28 +455,29 @@ next:
 	return cnt;
 }
 
+/*
+ * Sleep in ppoll() on the ring fd (readable while CQEs or overflowed CQEs
+ * are pending) rather than io_uring_enter(GETEVENTS): same single system
+ * call, the same wake-ups (task work of our own polls runs when the signal-
+ * like notification interrupts the sleep, then ppoll() restarts), and the
+ * EINTR rule of poll(2): a handler that runs ends the call, SA_RESTART or
+ * not.  It also lets valgrind, which treats io_uring_enter as a
+ * non-blocking call, run the other threads while we sleep.
+ */
 static int uring_sleep(struct uepoll *u, int timeout_ms)
 {
 	struct uring_priv *p = u->priv;
-	struct __kernel_timespec ts;
-	struct io_uring_getevents_arg arg;
+	struct pollfd pfd = { .fd = p->ring.ring_fd, .events = POLLIN };
+	struct timespec ts;
 	int ret;
 
-	memset(&arg, 0, sizeof(arg));
 	if (timeout_ms >= 0) {
 		ts.tv_sec = timeout_ms / 1000;
-		ts.tv_nsec = (long long)(timeout_ms % 1000) * 1000000;
-		arg.ts = (uint64_t)(uintptr_t)&ts;
+		ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
 	}
 	STAT(u, syscalls, 1);
-	ret = io_uring_enter2((unsigned)p->ring.ring_fd, 0, 1,
-			      IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
-			      (sigset_t *)&arg, sizeof(arg));
-	if (ret == -1)		/* a wrapper that returns -1/errno */
-		ret = -errno;
-	if (ret == -ETIME || ret == -EAGAIN || ret == -EBUSY)
-		return 0;
-	return ret < 0 ? ret : 0;
+	ret = ppoll(&pfd, 1, timeout_ms >= 0 ? &ts : NULL, NULL);
+	return ret < 0 ? -errno : 0;
 }
 
 const struct uepoll_ops __uepoll_uring_ops = {

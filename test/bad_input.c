@@ -27,7 +27,7 @@ static void all_fail(struct uepoll *u, int err)
 int main(void)
 {
 	struct uepoll u, z;
-	struct epoll_event evs[2];
+	struct epoll_event evs[2] = { { EPOLLIN | EPOLLET, { 0 } }, { 0, { 0 } } };
 	struct uepoll_stats st;
 	int fds0 = count_fds(), fd = t_efd();
 

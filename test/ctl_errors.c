@@ -60,9 +60,10 @@ int main(void)
 	/* the instance's own fd: EINVAL (epoll_ctl: epfd == fd) */
 	CHECK_EQ(ue_err(&u, EPOLL_CTL_ADD, uepoll_fd(&u), ET), -EINVAL);
 	CHECK_EQ(ep_err(ep, EPOLL_CTL_ADD, ep, ET), -EINVAL);
-	/* NULL event on ADD/MOD: EFAULT, like epoll_ctl */
+	/* NULL event on ADD/MOD: EFAULT, as epoll_ctl(2) documents (not
+	 * compared: valgrind rightly flags a NULL pointer passed to the kernel) */
 	CHECK_EQ(uepoll_ctl(&u, EPOLL_CTL_ADD, efd, NULL), -EFAULT);
-	CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, efd, NULL) < 0 ? -errno : 0, -EFAULT);
+	CHECK_EQ(uepoll_ctl(&u, EPOLL_CTL_MOD, efd, NULL), -EFAULT);
 	/* DEL ignores the event pointer */
 	CHECK_EQ(ue_err(&u, EPOLL_CTL_ADD, efd, ET), 0);
 	CHECK_EQ(uepoll_ctl(&u, EPOLL_CTL_DEL, efd, NULL), 0);
