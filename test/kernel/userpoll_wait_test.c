@@ -335,6 +335,58 @@ TEST_F(wait, nested_blocking_wakeup)
 	close(outer);
 }
 
+/* An EPOLL_USERPOLL instance watched by another one (EPOLLIN|EPOLLET). */
+TEST_F(wait, nested_in_userpoll)
+{
+	struct up_event ev[4];
+	struct up outer;
+	int a, b;
+
+	ASSERT_EQ(0, up_open(&outer, 4, 0));
+	ASSERT_EQ(0, up_ctl(outer.fd, EPOLL_CTL_ADD, self->u.fd, INET, 0x11))
+		TH_LOG("nesting a userpoll instance refused: %s", strerror(errno));
+	EXPECT_EQ(0, up_tail(&outer));
+	ASSERT_EQ(0, up_efd_write(self->efd, 1));
+	/* the inner ring became non-empty: one edge on the outer ring */
+	ASSERT_EQ(1, up_wait_pending(&outer, 5000));
+	ASSERT_EQ(1, up_harvest(&outer, ev, 4, NULL));
+	EXPECT_EQ(0x11, ev[0].data);
+	EXPECT_EQ(EPOLLIN, ev[0].events & EPOLLIN);
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(1, ev[0].data);
+	/* next edge of the inner instance, next outer entry */
+	ASSERT_EQ(0, up_efd_write(self->efd, 1));
+	ASSERT_EQ(1, up_wait_pending(&outer, 5000));
+	/* loops are refused: inner watching outer */
+	errno = 0;
+	EXPECT_EQ(-1, up_ctl(self->u.fd, EPOLL_CTL_ADD, outer.fd, INET, 0));
+	EXPECT_EQ(ELOOP, errno);
+	up_close(&outer);
+	/* a plain epoll watched by a userpoll instance */
+	a = epoll_create1(0);
+	b = eventfd(0, EFD_NONBLOCK);
+	ASSERT_LE(0, a);
+	{
+		struct epoll_event e = { .events = EPOLLIN, .data.u64 = 1 };
+
+		ASSERT_EQ(0, epoll_ctl(a, EPOLL_CTL_ADD, b, &e));
+	}
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, a, INET, 0x22));
+	(void)up_harvest(&self->u, ev, 4, NULL);	/* the efd edge above */
+	ASSERT_EQ(0, up_efd_write(b, 1));
+	ASSERT_LE(1, up_wait_pending(&self->u, 5000));
+	{
+		int got = up_harvest(&self->u, ev, 4, NULL), k, seen = 0;
+
+		for (k = 0; k < got; k++)
+			if (ev[k].data == 0x22 && (ev[k].events & EPOLLIN))
+				seen = 1;
+		EXPECT_EQ(1, seen) TH_LOG("plain epoll readiness not reported");
+	}
+	close(b);
+	close(a);
+}
+
 TEST_F(wait, nested_in_poll)
 {
 	struct pollfd pfd = { .fd = self->u.fd, .events = POLLIN };
