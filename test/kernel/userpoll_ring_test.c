@@ -372,6 +372,60 @@ TEST_F(ring, enospc_and_slot_reuse)
 	free(fds);
 }
 
+/*
+ * Many ADD/fire/(DEL before or after harvest) cycles on the same slot,
+ * across several wraps of the ring: every cycle reports exactly its own
+ * registration's data, once, or nothing when it was removed first.
+ */
+TEST_F(ring, readd_cycles_across_ring_wrap)
+{
+	unsigned int entries = self->u.ilen / 4, cycles = 3 * entries + 7, i;
+	struct up_stats st = { 0 };
+	struct up_event ev[4];
+	int got;
+
+	ASSERT_EQ(0, ADD(7, INET, 0x7777));	/* a bystander in slot 0 */
+	for (i = 0; i < cycles; i++) {
+		int e = i % 3;
+		uint64_t data = 0x100000000ULL | i;
+
+		ASSERT_EQ(0, ADD(e, INET, data));
+		ASSERT_EQ(data, self->u.hdr->items[1].data) TH_LOG("cycle %u: slot", i);
+		ASSERT_EQ(0, POKE(e));
+		switch (i % 4) {
+		case 0:		/* harvest, then DEL */
+			got = up_harvest(&self->u, ev, 4, &st);
+			ASSERT_EQ(1, got) TH_LOG("cycle %u", i);
+			ASSERT_EQ(data, ev[0].data) TH_LOG("cycle %u", i);
+			ASSERT_EQ(EPOLLIN, ev[0].events);
+			ASSERT_EQ(0, DEL(e));
+			break;
+		case 1:		/* DEL with the entry pending: nothing reported */
+		case 3:
+			ASSERT_EQ(0, DEL(e));
+			got = up_harvest(&self->u, ev, 4, &st);
+			ASSERT_EQ(0, got) TH_LOG("cycle %u: removed registration "
+						 "reported data %#llx", i,
+						 (unsigned long long)ev[0].data);
+			break;
+		case 2:		/* DEL pending, re-ADD another ready fd, harvest */
+			ASSERT_EQ(0, DEL(e));
+			ASSERT_EQ(0, ADD(e, INET, data + 1));
+			got = up_harvest(&self->u, ev, 4, &st);
+			ASSERT_EQ(1, got) TH_LOG("cycle %u", i);
+			ASSERT_EQ(data + 1, ev[0].data) TH_LOG("cycle %u: old data", i);
+			ASSERT_EQ(0, DEL(e));
+			(void)up_harvest(&self->u, ev, 4, &st);
+			break;
+		}
+		(void)up_efd_read(self->efd[e]);
+	}
+	EXPECT_LE(cycles, up_tail(&self->u)) TH_LOG("ring did not wrap");
+	EXPECT_EQ(0, st.bogus);
+	EXPECT_EQ(0, up_pending(&self->u));
+	ASSERT_EQ(0, DEL(7));
+}
+
 /* Closing a registered fd removes the registration and frees the slot. */
 TEST_F(ring, close_registered_fd_frees_slot)
 {
