@@ -93,6 +93,7 @@ TEST_F_TIMEOUT(stress, exact_totals, 300)
 	volatile int go = 0;
 	uint64_t total = 0, want, *per_fd;
 	unsigned long reports = 0, estale = 0, sleeps = 0, empty_reports = 0;
+	unsigned long lost_wakeups = 0;
 	int i, k, all_done = 0;
 	double t0;
 
@@ -156,13 +157,21 @@ TEST_F_TIMEOUT(stress, exact_totals, 300)
 			continue;
 		}
 		{
-			int r = up_wait(self->u.fd, 1000);
+			/*
+			 * Producers are running: a sleep that lasts its whole
+			 * timeout and then finds entries means the entries came
+			 * without waking us (a lost wake-up).
+			 */
+			double w0 = up_now();
+			int r = up_wait(self->u.fd, 5000);
 
 			sleeps++;
 			if (r == -ESTALE)
 				estale++;
 			else
 				ASSERT_EQ(0, r) TH_LOG("wait: %s", strerror(-r));
+			if (up_now() - w0 > 4.9 && up_pending(&self->u))
+				lost_wakeups++;
 		}
 	}
 	for (i = 0; i < variant->threads; i++)
@@ -178,6 +187,8 @@ TEST_F_TIMEOUT(stress, exact_totals, 300)
 	EXPECT_EQ(0, st.removed);
 	EXPECT_EQ(0, st.raced);
 	EXPECT_EQ(up_tail(&self->u), up_head(&self->u));
+	EXPECT_EQ(0, lost_wakeups) TH_LOG("%lu sleeps ran into their 5 s timeout "
+					  "with entries in the ring", lost_wakeups);
 	/* at most one entry per edge the consumer could see: reports <= writes */
 	EXPECT_GE(want, reports);
 	printf("# %d threads x %d writes: %lu reports (%lu empty), %lu sleeps "
