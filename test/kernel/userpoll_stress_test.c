@@ -298,4 +298,157 @@ TEST(del_readd_churn)
 	up_close(&u);
 }
 
+/*
+ * A process that scribbles on its own mapping may lose its own events,
+ * nothing else (PROTOCOL.md section 3): one thread writes garbage all over
+ * the header, the items and the ring while another keeps firing, MODding,
+ * DELeting and re-ADDing registrations and the main thread waits and
+ * polls.  Every epoll_ctl() must still succeed, nothing may hang, and (on
+ * the debug kernel) KASAN/lockdep/WARN stay silent; afterwards a fresh
+ * instance works normally.
+ */
+struct scribble {
+	struct up *u;
+	int efd[8];
+	volatile int stop;
+	unsigned long writes, ops;
+	int ctl_errno;
+};
+
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void *scribbler(void *arg)
+{
+	struct scribble *sc = arg;
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+	uint32_t *hdr = (uint32_t *)sc->u->hdr, *idx = sc->u->index;
+	size_t hw = sc->u->hlen / 4, iw = sc->u->ilen / 4;
+
+	while (!sc->stop) {
+		uint64_t r = xorshift(&x);
+
+		switch (r & 3) {
+		case 0:		/* head / tail */
+			__atomic_store_n(&hdr[4 + ((r >> 2) & 1)], (uint32_t)(r >> 32),
+					 __ATOMIC_RELAXED);
+			break;
+		case 1:		/* anywhere in header + items */
+			__atomic_store_n(&hdr[(r >> 8) % hw], (uint32_t)(r >> 32),
+					 __ATOMIC_RELAXED);
+			break;
+		case 2:		/* ring entries */
+			__atomic_store_n(&idx[(r >> 8) % iw], (uint32_t)(r >> 32),
+					 __ATOMIC_RELAXED);
+			break;
+		default:	/* "consume" like a broken consumer */
+			__atomic_exchange_n(&sc->u->hdr->items[(r >> 8) % sc->u->n].ready_events,
+					    (uint32_t)(r >> 32), __ATOMIC_ACQ_REL);
+			break;
+		}
+		sc->writes++;
+	}
+	return NULL;
+}
+
+static void *ctl_churn(void *arg)
+{
+	struct scribble *sc = arg;
+	uint64_t x = 0x1234567887654321ULL;
+	int reg[8] = { 0 };
+
+	while (!sc->stop) {
+		uint64_t r = xorshift(&x);
+		int i = r % 8, err = 0;
+		uint32_t ev = EPOLLIN | EPOLLET | ((r >> 8) & 1 ? EPOLLOUT : 0) |
+			      ((r >> 9) & 1 ? EPOLLONESHOT : 0);
+
+		switch ((r >> 4) % 4) {
+		case 0:
+			up_efd_write(sc->efd[i], 1);
+			break;
+		case 1:
+			if (reg[i])
+				err = up_ctl(sc->u->fd, EPOLL_CTL_MOD, sc->efd[i], ev, r);
+			break;
+		case 2:
+			if (reg[i]) {
+				err = up_ctl(sc->u->fd, EPOLL_CTL_DEL, sc->efd[i], 0, 0);
+				reg[i] = 0;
+			}
+			break;
+		default:
+			if (!reg[i]) {
+				err = up_ctl(sc->u->fd, EPOLL_CTL_ADD, sc->efd[i], ev, r);
+				reg[i] = 1;
+			}
+			break;
+		}
+		if (err && !sc->ctl_errno)
+			sc->ctl_errno = errno;
+		if ((r & 63) == 0)
+			(void)up_efd_read(sc->efd[i]);
+		sc->ops++;
+	}
+	return NULL;
+}
+
+TEST(scribbled_mapping_under_load)
+{
+	struct scribble sc = { 0 };
+	struct up_event ev[4];
+	struct pollfd pfd;
+	pthread_t ts, tc;
+	struct up u, fresh;
+	unsigned long waits = 0;
+	double end;
+	int i, efd;
+
+	UP_REQUIRE();
+	ASSERT_EQ(0, up_open(&u, 16, 0));
+	sc.u = &u;
+	for (i = 0; i < 8; i++) {
+		sc.efd[i] = eventfd(0, EFD_NONBLOCK);
+		ASSERT_LE(0, sc.efd[i]);
+	}
+	ASSERT_EQ(0, pthread_create(&ts, NULL, scribbler, &sc));
+	ASSERT_EQ(0, pthread_create(&tc, NULL, ctl_churn, &sc));
+	end = up_now() + 3.0;
+	while (up_now() < end) {
+		int r = up_wait(u.fd, 5);
+
+		ASSERT_TRUE(r == 0 || r == -ESTALE) TH_LOG("wait: %s", strerror(-r));
+		pfd.fd = u.fd;
+		pfd.events = POLLIN;
+		ASSERT_LE(0, poll(&pfd, 1, 0));
+		waits++;
+	}
+	sc.stop = 1;
+	pthread_join(ts, NULL);
+	pthread_join(tc, NULL);
+	EXPECT_EQ(0, sc.ctl_errno) TH_LOG("epoll_ctl failed under scribbling: %s",
+					  strerror(sc.ctl_errno));
+	printf("# %lu scribbles, %lu ctl/write ops, %lu waits in 3 s\n",
+	       sc.writes, sc.ops, waits);
+	for (i = 0; i < 8; i++)
+		close(sc.efd[i]);
+	up_close(&u);
+
+	/* the kernel is fine: a fresh instance behaves */
+	ASSERT_EQ(0, up_open(&fresh, 4, 0));
+	efd = eventfd(0, EFD_NONBLOCK);
+	ASSERT_EQ(0, up_ctl(fresh.fd, EPOLL_CTL_ADD, efd, INET, 5));
+	ASSERT_EQ(0, up_efd_write(efd, 1));
+	EXPECT_EQ(-ESTALE, up_wait(fresh.fd, 1000));
+	ASSERT_EQ(1, up_harvest(&fresh, ev, 4, NULL));
+	EXPECT_EQ(5, ev[0].data);
+	close(efd);
+	up_close(&fresh);
+}
+
 UP_TEST_MAIN
