@@ -198,6 +198,32 @@ TEST_F(ring, oneshot_and_mod_rearm)
 	EXPECT_EQ(3, ev[0].data);
 }
 
+/* MOD re-arming a ONESHOT item whose entry is still pending: no duplicate. */
+TEST_F(ring, oneshot_mod_while_pending)
+{
+	struct up_event ev[4];
+
+	ASSERT_EQ(0, ADD(0, INET | EPOLLONESHOT, 1));
+	ASSERT_EQ(0, POKE(0));
+	ASSERT_EQ(1, up_tail(&self->u));
+	ASSERT_EQ(0, MOD(0, INET | EPOLLONESHOT, 2));
+	EXPECT_EQ(1, up_tail(&self->u)) TH_LOG("second entry for a signalled item");
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(2, ev[0].data);
+	EXPECT_EQ(0, up_harvest(&self->u, ev, 4, NULL));
+	/*
+	 * The re-armed registration found the fd ready at MOD and fired
+	 * through the pending entry: it is spent again, a new edge is quiet.
+	 */
+	ASSERT_EQ(0, POKE(0));
+	EXPECT_EQ(1, up_tail(&self->u)) TH_LOG("ONESHOT fired twice after one MOD");
+	/* a MOD on the consumed item re-arms and, the fd being ready, fires */
+	ASSERT_EQ(0, MOD(0, INET | EPOLLONESHOT, 3));
+	ASSERT_EQ(2, up_tail(&self->u));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(3, ev[0].data);
+}
+
 /*
  * DEL of a signalled, unconsumed item, then an immediate ADD that takes the
  * same slot.  The pending entry must never produce the old registration's

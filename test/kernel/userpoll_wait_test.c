@@ -558,6 +558,34 @@ TEST_F(wait, keyless_pidfd)
 	close(pfd);
 }
 
+/*
+ * Writer side of a pipe closed: pipe_release() wakes the readers without a
+ * mask, the work item polls the pipe (pipe_poll() does not depend on the
+ * calling task) and finds EPOLLHUP, which every registration gets even
+ * unrequested.  Data written before is a keyed EPOLLIN.
+ */
+TEST_F(wait, keyless_pipe_hup)
+{
+	struct up_event ev[4];
+	int p[2];
+	char c = 'x';
+
+	ASSERT_EQ(0, pipe2(p, O_NONBLOCK));
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, p[0], INET, 0x91));
+	ASSERT_EQ(1, write(p[1], &c, 1));
+	/* keyed: synchronous */
+	ASSERT_EQ(1, up_pending(&self->u));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(EPOLLIN, ev[0].events);
+	ASSERT_EQ(1, read(p[0], &c, 1));
+	close(p[1]);
+	ASSERT_EQ(1, up_wait_pending(&self->u, 5000)) TH_LOG("no event for the hang-up");
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(0x91, ev[0].data);
+	EXPECT_EQ(EPOLLHUP, ev[0].events & EPOLLHUP) TH_LOG("events %#x", ev[0].events);
+	close(p[0]);
+}
+
 /* Closing the instance right after a keyless wake-up: the work is flushed. */
 TEST(keyless_close_race)
 {
