@@ -517,4 +517,45 @@ TEST_F(ring, scribbled_mapping)
 	EXPECT_EQ(0, up_wait(self->u.fd, 0));
 }
 
+/* The largest instance: 65536 registrations fit, the next is ENOSPC. */
+TEST(enospc_at_max_items)
+{
+	const unsigned int n = EPOLL_USERPOLL_MAX_ITEMS;
+	struct rlimit rl = { n + 256, n + 256 };
+	struct up_event ev[4];
+	unsigned int i;
+	struct up u;
+	int *fds;
+
+	UP_REQUIRE();
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		SKIP(return, "cannot raise RLIMIT_NOFILE to %u: %s", n + 256,
+		     strerror(errno));
+	ASSERT_EQ(0, up_open(&u, n, 0));
+	fds = calloc(n + 1, sizeof(int));
+	ASSERT_NE(NULL, fds);
+	for (i = 0; i <= n; i++) {
+		fds[i] = eventfd(0, EFD_NONBLOCK);
+		ASSERT_LE(0, fds[i]) TH_LOG("eventfd %u: %s", i, strerror(errno));
+	}
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, up_ctl(u.fd, EPOLL_CTL_ADD, fds[i], INET, i))
+			TH_LOG("ADD %u: %s", i, strerror(errno));
+	errno = 0;
+	EXPECT_EQ(-1, up_ctl(u.fd, EPOLL_CTL_ADD, fds[n], INET, n));
+	EXPECT_EQ(ENOSPC, errno);
+	/* the last slot works like any other */
+	ASSERT_EQ(0, up_efd_write(fds[n - 1], 1));
+	ASSERT_EQ(1, up_harvest(&u, ev, 4, NULL));
+	EXPECT_EQ(n - 1, ev[0].data);
+	EXPECT_EQ(n - 1, ev[0].item);
+	ASSERT_EQ(0, up_ctl(u.fd, EPOLL_CTL_DEL, fds[n - 1], 0, 0));
+	ASSERT_EQ(0, up_ctl(u.fd, EPOLL_CTL_ADD, fds[n], INET, 0xffff0));
+	EXPECT_EQ(0xffff0, u.hdr->items[n - 1].data);
+	up_close(&u);	/* the instance goes first: 65536 removals at once */
+	for (i = 0; i <= n; i++)
+		close(fds[i]);
+	free(fds);
+}
+
 UP_TEST_MAIN

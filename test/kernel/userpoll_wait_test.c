@@ -611,4 +611,38 @@ TEST(keyless_close_race)
 	close(sfd);
 }
 
+/* Closing the registered file right after its keyless wake-up. */
+TEST(keyless_close_registered_race)
+{
+	struct up u;
+	sigset_t set;
+	int k;
+
+	UP_REQUIRE();
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR2);
+	ASSERT_EQ(0, sigprocmask(SIG_BLOCK, &set, NULL));
+	ASSERT_EQ(0, up_open(&u, 4, 0));
+	for (k = 0; k < 300; k++) {
+		struct signalfd_siginfo si;
+		int sfd = signalfd(-1, &set, SFD_NONBLOCK);
+
+		ASSERT_LE(0, sfd);
+		ASSERT_EQ(0, up_ctl(u.fd, EPOLL_CTL_ADD, sfd, INET, k));
+		kill(getpid(), SIGUSR2);
+		if (k & 1)
+			(void)read(sfd, &si, sizeof(si));
+		close(sfd);	/* eventpoll_release(): removal flushes the work */
+		uepoll_head_release(u.hdr, up_tail(&u));
+	}
+	/* every registration went with its file: the slots are free */
+	for (k = 0; k < 4; k++) {
+		int efd = eventfd(0, 0);
+
+		ASSERT_EQ(0, up_ctl(u.fd, EPOLL_CTL_ADD, efd, INET, k))
+			TH_LOG("slot %d not freed by close: %s", k, strerror(errno));
+	}
+	up_close(&u);
+}
+
 UP_TEST_MAIN
