@@ -33,7 +33,7 @@ ALIB      := $(B)/lib/libuepoll.a
 PCFILE    := $(B)/libuepoll.pc
 
 TESTS     := $(patsubst test/%.c,$(B)/test/%,$(wildcard test/*.c))
-TOOLS     := $(B)/tools/uepoll-stress
+TOOLS     := $(B)/tools/uepoll-stress $(B)/tools/uepoll-setupbench
 MANPAGES  := $(wildcard man/uepoll_*.3)
 
 ifeq ($(STATIC),1)

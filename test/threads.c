@@ -7,7 +7,13 @@
  *  b) registrations made by a thread that then exits keep working;
  *  c) a ctl thread churns ADD/MOD/DEL with generations in the data while
  *     a producer writes and this thread harvests: no event of a retired
- *     generation (DEL or MOD returned before the harvest began).
+ *     generation (DEL or MOD returned before the harvest began);
+ *  d) a thread ADDs a not-yet-ready fd and then blocks in read(2) for
+ *     good: the harvester still sees the edge that comes later.  (On
+ *     io_uring the poll's task work goes to the thread that submitted it:
+ *     with IORING_SETUP_COOP_TASKRUN it would wait for that thread's next
+ *     system call - for ever here - which is why the backend does not use
+ *     that flag.)
  */
 #include <pthread.h>
 #include "helpers.h"
@@ -71,6 +77,22 @@ static void *churner(void *arg)
 	return NULL;
 }
 
+static int pipefd[2], dfd;
+
+static void *add_then_block(void *arg)
+{
+	char c;
+
+	if (t_add(&u, dfd, EPOLLIN | EPOLLET, 55)) {
+		__atomic_store_n((int *)arg, -1, __ATOMIC_RELEASE);
+		return (void *)1;
+	}
+	__atomic_store_n((int *)arg, 1, __ATOMIC_RELEASE);
+	if (read(pipefd[0], &c, 1) != 1)	/* blocks until the end of d) */
+		return (void *)2;
+	return NULL;
+}
+
 int main(void)
 {
 	struct epoll_event evs[16];
@@ -78,7 +100,7 @@ int main(void)
 	int fds0 = count_fds(), got = 0;
 	void *ret;
 
-	t_init(&u, 8);
+	t_init(&u, 16);
 	for (int i = 0; i < 8; i++)
 		fds[i] = t_efd();
 
@@ -148,6 +170,32 @@ int main(void)
 		if (bad)
 			FAIL("%llu events of retired registrations", (unsigned long long)bad);
 		CHECK(events > 0);
+	}
+	/* d) */
+	{
+		int added = 0, r;
+		char c = 'x';
+
+		CHECK(pipe(pipefd) == 0);
+		dfd = t_efd();
+		pthread_create(&th, NULL, add_then_block, &added);
+		while (!__atomic_load_n(&added, __ATOMIC_ACQUIRE))
+			usleep(1000);
+		usleep(20000);	/* the thread is asleep in read() */
+		CHECK_EQ(added, 1);
+		do
+			r = uepoll_wait(&u, evs, 16, 10);
+		while (r > 0);
+		t_write(dfd);
+		r = uepoll_wait(&u, evs, 16, 2000);
+		CHECK(write(pipefd[1], &c, 1) == 1);
+		pthread_join(th, &ret);
+		CHECK(ret == NULL);
+		if (r != 1 || evs[0].data.u64 != 55)
+			FAIL("edge on a fd added by a sleeping thread: %d events", r);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		close(dfd);
 	}
 	uepoll_exit(&u);
 	for (int i = 0; i < 8; i++)
