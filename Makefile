@@ -44,7 +44,7 @@ LINK_LIB  := -L$(B)/lib -luepoll -Wl,-rpath,$(abspath $(B)/lib) $(LIBS)
 LINK_DEP  := $(B)/lib/libuepoll.so
 endif
 
-.PHONY: all lib tests tools check check-host check-asan check-tsan check-valgrind \
+.PHONY: all lib tests tools check check-host check-asan check-tsan check-valgrind check-mutations \
 	deps run install uninstall clean kernel vm-check vm-check-debug man-check
 
 all: lib $(PCFILE) tools tests
@@ -93,6 +93,8 @@ deps:
 # The host suite: sanitizer and valgrind passes first, the plain pass last
 # so that the output ends with its summary lines.
 check-host: deps
+	$(MAKE) all
+	$(MAKE) check-mutations
 	$(MAKE) check-asan
 	$(MAKE) check-tsan
 	$(MAKE) check-valgrind
@@ -112,6 +114,10 @@ check-tsan:
 check-valgrind: all
 	@test/runner.sh --label valgrind --timeout 120 \
 		--wrapper "valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=99 --track-fds=no" $(B)
+
+# Every guarded rule broken once in a scratch copy: its test must fail.
+check-mutations:
+	@test/mutations.sh
 
 # ---- guest part (kernel/ and vm/ are owned by the kernel and vm work) ----
 # VM_CHECK: empty = run the guest suite when kernel/build and vm/check
