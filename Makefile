@@ -69,10 +69,12 @@ $(B)/lib/libuepoll.so: $(SOLIB)
 	ln -sf libuepoll.so.$(VERSION) $(B)/lib/$(SONAME)
 	ln -sf $(SONAME) $@
 
+PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	     -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|'
+
 $(PCFILE): src/libuepoll.pc.in Makefile
 	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+	$(PC_SED) $< > $@
 
 tests: $(TESTS)
 tools: $(TOOLS)
@@ -161,7 +163,8 @@ install: lib $(PCFILE)
 	install -m 755 $(SOLIB) $(DESTDIR)$(LIBDIR)/
 	ln -sf libuepoll.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libuepoll.so
-	install -m 644 $(PCFILE) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	$(PC_SED) src/libuepoll.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libuepoll.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/libuepoll.pc
 	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man3/
 
 uninstall:
