@@ -51,6 +51,11 @@ mutations=(
 	if (!io_uring_cq_ready(ring) && !(kflags & need_enter))@@stats@@uring"
 "DEL not final (epoll)@@src/epoll.c@@	if (epoll_ctl(u->fd, op, fd, ev) < 0) {@@	if (op != EPOLL_CTL_DEL && epoll_ctl(u->fd, op, fd, ev) < 0) {@@del_final@@epoll"
 "polls of an exited thread not re-armed@@src/uring.c@@(res >= 0 || res == -ECANCELED)@@(res >= 0)@@threads@@uring"
+"auto never falls back to epoll@@src/uepoll.c@@else if (__uepoll_uring_ops.probe() == 0)@@else if (__uepoll_uring_ops.probe() == 0 || 1)@@fallback@@uring"
+"UEPOLL_CLOEXEC ignored@@src/epoll.c@@(flags & UEPOLL_CLOEXEC) ? EPOLL_CLOEXEC : 0@@(flags & UEPOLL_CLOEXEC) ? 0 : 0@@init@@epoll"
+"bad UEPOLL_BACKEND value accepted@@src/uepoll.c@@	else
+		return -EINVAL;
+	return 0;@@	return 0;@@init@@uring"
 "wake-up of a sleeping wait lost@@src/uring.c@@ret = ppoll(&pfd, 1,@@ret = ppoll(&pfd, 0,@@wait@@uring"
 )
 
