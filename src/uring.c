@@ -40,8 +40,9 @@
 #include <unistd.h>
 #include "internal.h"
 
-#define UD_INTERNAL	(1ull << 63)
-#define GEN_MASK	0x7fffffffu
+#define UD_INTERNAL	(1ull << 63)	/* completion of a poll update/remove */
+#define UD_REMOVE	(1ull << 62)	/* ... of a poll remove */
+#define GEN_MASK	0x3fffffffu
 #define UD(slot, gen)	(((uint64_t)(gen) << 32) | (uint32_t)(slot))
 
 #define EV_FLAGS	(EPOLLET | EPOLLONESHOT | EPOLLWAKEUP | EPOLLEXCLUSIVE)
@@ -70,6 +71,7 @@ struct uring_priv {
 	uint32_t batch;
 	unsigned setup;		/* IORING_SETUP_* used */
 	unsigned skip;		/* IOSQE_CQE_SKIP_SUCCESS if supported */
+	int need_submit;	/* harvest queued SQEs */
 };
 
 enum { SETUP_PLAIN, SETUP_COOP, SETUP_DEFER };
@@ -322,7 +324,7 @@ static int uring_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 			sqe = get_sqe(u, p);
 			if (sqe) {
 				io_uring_prep_poll_remove(sqe, UD(s, sl->gen));
-				io_uring_sqe_set_data64(sqe, UD_INTERNAL | UD(s, sl->gen));
+				io_uring_sqe_set_data64(sqe, UD_INTERNAL | UD_REMOVE | UD(s, sl->gen));
 				sqe->flags |= (uint8_t)p->skip;
 				submit(u, p);
 			}
@@ -346,6 +348,50 @@ static void queue_rearm(struct uring_priv *p, uint32_t s)
 	if (!sl->rearm) {
 		sl->rearm = 1;
 		p->rearm[p->nrearm++] = s;
+	}
+}
+
+/* queue a poll remove for user_data `target` (caller submits) */
+static void remove_poll(struct uepoll *u, struct uring_priv *p, uint32_t s, uint32_t g)
+{
+	struct io_uring_sqe *sqe = get_sqe(u, p);
+
+	if (!sqe)
+		return;
+	io_uring_prep_poll_remove(sqe, UD(s, g));
+	io_uring_sqe_set_data64(sqe, UD_INTERNAL | UD_REMOVE | UD(s, g));
+	sqe->flags |= (uint8_t)p->skip;
+	p->need_submit = 1;
+}
+
+/*
+ * A poll update (MOD) or remove (DEL) failed (success posts nothing).
+ *  update, ENOENT: the poll had ended (fired ONESHOT, overflow): re-arm.
+ *  update, other (EALREADY: the poll was completing): the old poll may
+ *    live on with the old user_data; remove it, and re-arm.
+ *  remove, EALREADY: retry, so that no poll of a deleted registration
+ *    lives on (its completions would be dropped, but it holds the file).
+ */
+static void internal_cqe(struct uepoll *u, struct uring_priv *p, uint32_t s, uint32_t g,
+			 uint64_t ud, int res)
+{
+	struct uslot *sl = &p->slots[s];
+
+	if (res >= 0 || res == -ENOENT) {
+		if (!(ud & UD_REMOVE) && res < 0 && sl->fd >= 0 && sl->gen == g) {
+			sl->armed = 0;
+			queue_rearm(p, s);
+		}
+		return;
+	}
+	if (ud & UD_REMOVE) {
+		remove_poll(u, p, s, g);
+		return;
+	}
+	remove_poll(u, p, s, (g - 1) & GEN_MASK);
+	if (sl->fd >= 0 && sl->gen == g) {
+		sl->armed = 0;
+		queue_rearm(p, s);
 	}
 }
 
@@ -381,16 +427,12 @@ static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 			int more = !!(cqe->flags & IORING_CQE_F_MORE);
 			int res = cqe->res;
 
-			if (!sl || sl->fd < 0 || sl->gen != g) {
-				STAT(u, stale, 1);
+			if ((ud & UD_INTERNAL) && sl) {
+				internal_cqe(u, p, s, g, ud, res);
 				goto next;
 			}
-			if (ud & UD_INTERNAL) {
-				/* a failed poll update: the poll had ended */
-				if (res < 0) {
-					sl->armed = 0;
-					queue_rearm(p, s);
-				}
+			if (!sl || sl->fd < 0 || sl->gen != g) {
+				STAT(u, stale, 1);
 				goto next;
 			}
 			if (res > 0 && !sl->fired) {
@@ -437,16 +479,19 @@ next:
 		STAT(u, syscalls, 1);
 		io_uring_get_events(ring);
 	}
-	if (p->nrearm) {
-		for (i = 0; i < p->nrearm; i++) {
-			uint32_t s = p->rearm[i];
-			struct uslot *sl = &p->slots[s];
+	for (i = 0; i < p->nrearm; i++) {
+		uint32_t s = p->rearm[i];
+		struct uslot *sl = &p->slots[s];
 
-			sl->rearm = 0;
-			if (sl->fd >= 0 && !sl->armed && !sl->fired && arm(u, p, s) == 0)
-				STAT(u, rearms, 1);
+		sl->rearm = 0;
+		if (sl->fd >= 0 && !sl->armed && !sl->fired && arm(u, p, s) == 0) {
+			STAT(u, rearms, 1);
+			p->need_submit = 1;
 		}
-		p->nrearm = 0;
+	}
+	p->nrearm = 0;
+	if (p->need_submit) {
+		p->need_submit = 0;
 		submit(u, p);
 	}
 	pthread_mutex_unlock(&p->lock);
