@@ -44,7 +44,7 @@ LINK_LIB  := -L$(B)/lib -luepoll -Wl,-rpath,$(abspath $(B)/lib) $(LIBS)
 LINK_DEP  := $(B)/lib/libuepoll.so
 endif
 
-.PHONY: all lib tests tools check check-host check-asan check-tsan check-valgrind check-mutations \
+.PHONY: all lib tests tools check check-host check-asan check-tsan check-valgrind check-mutations check-uapi \
 	deps run install uninstall clean kernel vm-check vm-check-debug man-check
 
 all: lib $(PCFILE) tools tests
@@ -97,6 +97,7 @@ deps:
 check-host: deps
 	$(MAKE) all
 	$(MAKE) man-check
+	@scripts/check-uapi
 	$(MAKE) check-mutations
 	$(MAKE) check-asan
 	$(MAKE) check-tsan
@@ -147,6 +148,10 @@ RUN_THREADS ?= 8
 RUN_ITERS   ?= 1000000
 run: all
 	@scripts/run-table $(B) $(RUN_THREADS) $(RUN_ITERS)
+
+# src/include/uepoll/uapi.h against what kernel/patches add to eventpoll.h
+check-uapi:
+	@scripts/check-uapi
 
 man-check:
 	@for m in $(MANPAGES); do \
