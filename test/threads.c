@@ -22,6 +22,7 @@ static struct uepoll u;
 static int fds[8];
 static int stop;
 static uint32_t retired[8];
+static uint64_t seen_events;
 
 static void *sleeper(void *arg)
 {
@@ -57,8 +58,14 @@ static void *churner(void *arg)
 	uint32_t gen[8] = { 0 };
 
 	(void)arg;
-	for (int n = 0; n < 3000; n++) {
+	/* at least 3000 operations, and on until the harvester saw 50 events
+	 * (valgrind runs one thread at a time) */
+	for (int n = 0; n < 3000 || (__atomic_load_n(&seen_events, __ATOMIC_RELAXED) < 50 &&
+				    n < 3000000); n++) {
 		int i = 4 + n % 4;
+
+		if (n >= 3000 && n % 64 == 0)
+			usleep(100);
 		uint32_t old = gen[i]++;
 
 		if (n % 3) {
@@ -162,6 +169,7 @@ int main(void)
 				t_read(fds[i]);
 			}
 			events += (uint64_t)r;
+			__atomic_store_n(&seen_events, events, __ATOMIC_RELAXED);
 		}
 		CHECK(ret == NULL);
 		__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
