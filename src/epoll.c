@@ -36,7 +36,7 @@ static int ep_init(struct uepoll *u, unsigned n, unsigned flags)
 	(void)n;
 	if (!p)
 		return -ENOMEM;
-	STAT(u, syscalls, 1);
+	STAT_SYS(u);
 	u->fd = epoll_create1((flags & UEPOLL_CLOEXEC) ? EPOLL_CLOEXEC : 0);
 	if (u->fd < 0) {
 		int err = -errno;
@@ -70,7 +70,7 @@ static int ep_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 		/* full: the kernel's EBADF/EPERM/EINVAL still come first */
 		struct stat st;
 
-		STAT(u, syscalls, 1);
+		STAT_SYS(u);
 		if (fstat(fd, &st) < 0)
 			ret = -EBADF;
 		else if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
@@ -81,7 +81,7 @@ static int ep_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 			ret = -ENOSPC;
 		goto out;
 	}
-	STAT(u, syscalls, 1);
+	STAT_SYS(u);
 	if (epoll_ctl(u->fd, op, fd, ev) < 0) {
 		ret = -errno;
 		/* registration gone with its file (close without DEL) */
@@ -111,7 +111,7 @@ static int ep_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeo
 {
 	int ret;
 
-	STAT(u, syscalls, 1);
+	STAT_SYS(u);
 	STAT(u, harvests, 1);
 	if (timeout_ms)
 		STAT(u, sleeps, 1);

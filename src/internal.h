@@ -42,6 +42,11 @@ static inline void stat_add(struct uepoll *u, uint64_t *c, uint64_t v)
 }
 #define STAT(u, field, v) stat_add((u), &(u)->stats.field, (v))
 
+/* set while this thread is inside uepoll_ctl(): its system calls are ctl's */
+extern __thread int __uepoll_in_ctl __hidden;
+#define STAT_SYS(u) do { STAT(u, syscalls, 1); \
+		if (__uepoll_in_ctl) STAT(u, ctl_syscalls, 1); } while (0)
+
 /* fd -> int map (-1: absent), grows on demand; caller locks. */
 struct fdmap {
 	int32_t *v;

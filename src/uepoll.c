@@ -26,6 +26,8 @@ static const struct uepoll_ops *ops_of(int backend)
 	return backends[((unsigned)backend & UEPOLL_BACKEND_MASK) >> UEPOLL_BACKEND_SHIFT];
 }
 
+__thread int __uepoll_in_ctl;
+
 /* The automatic choice, probed once per process: native > uring > epoll. */
 static pthread_once_t auto_once = PTHREAD_ONCE_INIT;
 static int auto_backend;
@@ -119,7 +121,19 @@ UEPOLL_API void uepoll_exit(struct uepoll *u)
  * EPOLLEXCLUSIVE refused, EPOLLWAKEUP dropped).  EEXIST, ENOENT and
  * ENOSPC are the backend's, after these.
  */
+static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev);
+
 UEPOLL_API int uepoll_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
+{
+	int ret;
+
+	__uepoll_in_ctl = 1;
+	ret = ctl(u, op, fd, ev);
+	__uepoll_in_ctl = 0;
+	return ret;
+}
+
+static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 {
 	const struct uepoll_ops *ops;
 	struct epoll_event e = { 0, { 0 } };
@@ -143,7 +157,7 @@ UEPOLL_API int uepoll_ctl(struct uepoll *u, int op, int fd, struct epoll_event *
 		/* the kernel checks fd and pollability before flags */
 		struct stat st;
 
-		STAT(u, syscalls, 1);
+		STAT_SYS(u);
 		if (fstat(fd, &st) < 0)
 			return -EBADF;
 		if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))

@@ -5,7 +5,7 @@
  * One poll request per registration: multishot (IORING_POLL_ADD_MULTI)
  * for ordinary registrations, single-shot for EPOLLONESHOT ones (one
  * event, then silence until MOD).  MOD is a poll update (events and
- * user_data), DEL a poll remove.  user_data = (generation << 32) | slot;
+ * user_data), DEL an async cancel of the poll.  user_data = (generation << 32) | slot;
  * every ADD, MOD and DEL bumps the slot's generation, so completions
  * already queued for an older registration are dropped at harvest (DEL is
  * final, even when the fd is added again at once).  Harvest peeks the CQ
@@ -163,14 +163,14 @@ static int uring_init(struct uepoll *u, unsigned n, unsigned flags)
 		p->freel[i] = n - 1 - i;	/* lowest slot first */
 	}
 	p->nfree = n;
-	STAT(u, syscalls, 1);
+	STAT_SYS(u);
 	ret = ring_setup(&p->ring, cq_size(n), &p->setup);
 	if (ret < 0)
 		goto fail;
 	p->skip = IOSQE_CQE_SKIP_SUCCESS;
 	/* the ring fd is always O_CLOEXEC */
 	if (!(flags & UEPOLL_CLOEXEC)) {
-		STAT(u, syscalls, 1);
+		STAT_SYS(u);
 		fcntl(p->ring.ring_fd, F_SETFD, 0);
 	}
 	pthread_mutex_init(&p->lock, NULL);
@@ -203,7 +203,7 @@ static struct io_uring_sqe *get_sqe(struct uepoll *u, struct uring_priv *p)
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
 
 	if (!sqe) {
-		STAT(u, syscalls, 1);
+		STAT_SYS(u);
 		io_uring_submit(&p->ring);
 		sqe = io_uring_get_sqe(&p->ring);
 	}
@@ -236,7 +236,7 @@ static int submit(struct uepoll *u, struct uring_priv *p)
 {
 	int ret;
 
-	STAT(u, syscalls, 1);
+	STAT_SYS(u);
 	ret = io_uring_submit(&p->ring);
 	return ret < 0 ? ret : 0;
 }
@@ -323,7 +323,7 @@ static int uring_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 		if (sl->armed) {
 			sqe = get_sqe(u, p);
 			if (sqe) {
-				io_uring_prep_poll_remove(sqe, UD(s, sl->gen));
+				io_uring_prep_cancel64(sqe, UD(s, sl->gen), 0);
 				io_uring_sqe_set_data64(sqe, UD_INTERNAL | UD_REMOVE | UD(s, sl->gen));
 				sqe->flags |= (uint8_t)p->skip;
 				submit(u, p);
@@ -351,26 +351,28 @@ static void queue_rearm(struct uring_priv *p, uint32_t s)
 	}
 }
 
-/* queue a poll remove for user_data `target` (caller submits) */
+/* queue a cancel of the poll with user_data UD(s, g); harvest submits */
 static void remove_poll(struct uepoll *u, struct uring_priv *p, uint32_t s, uint32_t g)
 {
 	struct io_uring_sqe *sqe = get_sqe(u, p);
 
 	if (!sqe)
 		return;
-	io_uring_prep_poll_remove(sqe, UD(s, g));
+	io_uring_prep_cancel64(sqe, UD(s, g), 0);
 	io_uring_sqe_set_data64(sqe, UD_INTERNAL | UD_REMOVE | UD(s, g));
 	sqe->flags |= (uint8_t)p->skip;
 	p->need_submit = 1;
 }
 
 /*
- * A poll update (MOD) or remove (DEL) failed (success posts nothing).
+ * A poll update (MOD) or cancel (DEL) failed (success posts nothing).
  *  update, ENOENT: the poll had ended (fired ONESHOT, overflow): re-arm.
- *  update, other (EALREADY: the poll was completing): the old poll may
- *    live on with the old user_data; remove it, and re-arm.
- *  remove, EALREADY: retry, so that no poll of a deleted registration
- *    lives on (its completions would be dropped, but it holds the file).
+ *  update, other (EALREADY: the poll was completing, its task work still
+ *    pending in the submitting thread): the old poll lives on with the old
+ *    user_data; cancel it, and re-arm.
+ *  cancel: IORING_OP_ASYNC_CANCEL of a poll marks it cancelled and cannot
+ *    fail but with ENOENT (already gone): nothing to do.  (A POLL_REMOVE
+ *    would answer EALREADY in the same race and leave the poll alive.)
  */
 static void internal_cqe(struct uepoll *u, struct uring_priv *p, uint32_t s, uint32_t g,
 			 uint64_t ud, int res)
@@ -384,10 +386,8 @@ static void internal_cqe(struct uepoll *u, struct uring_priv *p, uint32_t s, uin
 		}
 		return;
 	}
-	if (ud & UD_REMOVE) {
-		remove_poll(u, p, s, g);
+	if (ud & UD_REMOVE)
 		return;
-	}
 	remove_poll(u, p, s, (g - 1) & GEN_MASK);
 	if (sl->fd >= 0 && sl->gen == g) {
 		sl->armed = 0;
@@ -476,7 +476,7 @@ next:
 		/* flush overflowed CQEs / run deferred task work */
 		if (kflags & IORING_SQ_CQ_OVERFLOW)
 			STAT(u, overflows, 1);
-		STAT(u, syscalls, 1);
+		STAT_SYS(u);
 		io_uring_get_events(ring);
 	}
 	for (i = 0; i < p->nrearm; i++) {
@@ -520,7 +520,7 @@ static int uring_sleep(struct uepoll *u, int timeout_ms)
 		ts.tv_sec = timeout_ms / 1000;
 		ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
 	}
-	STAT(u, syscalls, 1);
+	STAT_SYS(u);
 	ret = ppoll(&pfd, 1, timeout_ms >= 0 ? &ts : NULL, NULL);
 	return ret < 0 ? -errno : 0;
 }

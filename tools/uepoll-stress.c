@@ -240,13 +240,14 @@ int main(int argc, char **argv)
 		else
 			printf("backend=%s threads=%d iterations=%ld churn=%d total=%llu expected=%llu exact=%s "
 			       "ms=%.1f events_per_ms=%.1f harvested=%llu harvested_per_ms=%.1f syscalls=%llu "
-			       "syscalls_per_1000_events=%.1f harvests=%llu sleeps=%llu coalesced=%llu "
+			       "ctl_syscalls=%llu syscalls_per_1000_events=%.1f consumer_syscalls_per_1000_events=%.1f harvests=%llu sleeps=%llu coalesced=%llu "
 			       "stale_completions=%llu rearms=%llu overflows=%llu churn_ops=%llu retired_seen=%llu\n",
 			       uepoll_backend_name(&u), T, I, churn, (unsigned long long)sum,
 			       (unsigned long long)want, sum == want ? "yes" : "NO", ms,
 			       (double)want / ms, (unsigned long long)nevents, (double)nevents / ms,
-			       (unsigned long long)st.syscalls,
+			       (unsigned long long)st.syscalls, (unsigned long long)st.ctl_syscalls,
 			       nevents ? 1000.0 * (double)st.syscalls / (double)nevents : 0.0,
+			       nevents ? 1000.0 * (double)(st.syscalls - st.ctl_syscalls) / (double)nevents : 0.0,
 			       (unsigned long long)st.harvests, (unsigned long long)st.sleeps,
 			       (unsigned long long)st.coalesced, (unsigned long long)st.stale,
 			       (unsigned long long)st.rearms, (unsigned long long)st.overflows,

@@ -59,7 +59,8 @@ struct uepoll_stats {
 	uint64_t rearms;	/* polls re-armed (multishot ended, overflow, MOD of a fired one) */
 	uint64_t overflows;	/* CQ overflow flushes */
 	uint64_t ctls;		/* successful uepoll_ctl() calls */
-	uint64_t reserved[4];
+	uint64_t ctl_syscalls;	/* the part of syscalls made by uepoll_ctl() */
+	uint64_t reserved[3];
 };
 
 /*
