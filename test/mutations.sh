@@ -56,6 +56,9 @@ mutations=(
 "bad UEPOLL_BACKEND value accepted@@src/uepoll.c@@	else
 		return -EINVAL;
 	return 0;@@	return 0;@@init@@uring"
+"DEL leaves the kernel poll alive@@src/uring.c@@		if (sl->armed) {
+			sqe = get_sqe(u, p);@@		if (0) {
+			sqe = get_sqe(u, p);@@no_zombie@@uring"
 "wake-up of a sleeping wait lost@@src/uring.c@@ret = ppoll(&pfd, 1,@@ret = ppoll(&pfd, 0,@@wait@@uring"
 )
 
