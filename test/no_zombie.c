@@ -73,7 +73,11 @@ int main(void)
 		fds[i] = t_efd();
 		CHECK_EQ(t_add(&u, fds[i], EPOLLIN | EPOLLET, 0), 0);
 	}
-	CHECK_EQ(kernel_regs(), N);
+	regs = kernel_regs();
+	if (regs == 0)
+		SKIP("this kernel's fdinfo does not list the registrations");
+	CHECK_EQ(regs, N);
+	regs = -1;
 	for (long i = 0; i < N; i++)
 		pthread_create(&pr[i], NULL, producer, (void *)i);
 	pthread_create(&ch, NULL, churner, NULL);
