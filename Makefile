@@ -35,6 +35,7 @@ PCFILE    := $(B)/libuepoll.pc
 TESTS     := $(patsubst test/%.c,$(B)/test/%,$(wildcard test/*.c))
 TOOLS     := $(B)/tools/uepoll-stress $(B)/tools/uepoll-setupbench
 MANPAGES  := $(wildcard man/uepoll_*.3)
+MANPAGES_ALL := $(MANPAGES) man/epoll_create2.2 man/uepoll.7
 
 ifeq ($(STATIC),1)
 LINK_LIB  := $(ALIB) $(LIBS)
@@ -103,7 +104,8 @@ check-host: deps
 	$(MAKE) check-tsan
 	$(MAKE) check-valgrind
 	$(MAKE) all
-	@test/runner.sh --label plain $(B)
+	@test/runner.sh --label plain $(B) > $(B)/check-plain.log 2>&1; rc=$$?; \
+		cat $(B)/check-plain.log; exit $$rc
 
 check-asan:
 	$(MAKE) B=build/asan STATIC=1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" tests tools
@@ -133,6 +135,8 @@ check: check-host
 	elif [ -x kernel/build ] && [ -x vm/check ] || [ "$(VM_CHECK)" = 1 ]; then \
 		$(MAKE) vm-check; \
 	else echo "vm-check: skipped (kernel/build or vm/check missing)"; fi
+	@echo "== make check: host summary (plain pass; guest result above) =="
+	@sed -n '/^== summary/,$$p' $(B)/check-plain.log | tail -n +2
 
 kernel:
 	kernel/build
@@ -154,14 +158,15 @@ check-uapi:
 	@scripts/check-uapi
 
 man-check:
-	@for m in $(MANPAGES); do \
+	@for m in $(MANPAGES_ALL); do \
 		grep -q '^\.so ' $$m && continue; \
-		out=$$(groff -man -Tutf8 -ww -z $$m 2>&1); \
+		out=$$(groff -t -man -Tutf8 -ww -z $$m 2>&1); \
 		if [ -n "$$out" ]; then echo "$$m: $$out"; exit 1; fi; done; echo "man pages: ok"
 
 # ---- install ----------------------------------------------------------------
 install: lib $(PCFILE)
-	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/uepoll $(DESTDIR)$(MANDIR)/man3
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/uepoll $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(MANDIR)/man2 $(DESTDIR)$(MANDIR)/man7
 	install -m 644 src/include/uepoll.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 src/include/uepoll/uapi.h src/include/uepoll/barrier.h $(DESTDIR)$(INCLUDEDIR)/uepoll/
 	install -m 644 $(ALIB) $(DESTDIR)$(LIBDIR)/
@@ -171,12 +176,15 @@ install: lib $(PCFILE)
 	$(PC_SED) src/libuepoll.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libuepoll.pc
 	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/libuepoll.pc
 	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man3/
+	install -m 644 man/epoll_create2.2 $(DESTDIR)$(MANDIR)/man2/
+	install -m 644 man/uepoll.7 $(DESTDIR)$(MANDIR)/man7/
 
 uninstall:
 	rm -f $(DESTDIR)$(INCLUDEDIR)/uepoll.h $(DESTDIR)$(INCLUDEDIR)/uepoll/uapi.h \
 	      $(DESTDIR)$(INCLUDEDIR)/uepoll/barrier.h $(DESTDIR)$(LIBDIR)/libuepoll.* \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/libuepoll.pc \
-	      $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(MANPAGES)))
+	      $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(MANPAGES))) \
+	      $(DESTDIR)$(MANDIR)/man2/epoll_create2.2 $(DESTDIR)$(MANDIR)/man7/uepoll.7
 
 clean:
 	rm -rf build/obj build/lib build/test build/tools build/asan build/tsan build/libuepoll.pc
