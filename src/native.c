@@ -2,20 +2,76 @@
 /*
  * native.c - EPOLL_USERPOLL backend (patched kernel, see uepoll(7)).
  *
- * Not implemented yet: the probe recognises a patched kernel by its
- * feature file (never by calling syscall 463, which is setxattrat() from
- * Linux 6.13 on) and the backend reports itself unavailable with ENOSYS
- * in every case.  The consumer already lives in uepoll_harvest() (inline,
- * uepoll.h); init will map the rings and set u->hdr/index/index_mask/
- * nitems, sleep will be epoll_wait(fd, NULL, 0, timeout) with ESTALE.
+ * Detection: the procfs feature file only (UEPOLL_FEATURE_FILE reads "1");
+ * syscall 463 is setxattrat() from Linux 6.13 on, so it is never issued
+ * unless the kernel said it has epoll_create2().
+ *
+ * Setup: epoll_create2(EPOLL_USERPOLL [| EPOLL_CLOEXEC], n), then the
+ * header+items (offset 0, header_length) and the index ring (offset
+ * header_length, index_length) are mapped as uepoll(7) says, and magic,
+ * lengths and max_items_nr checked (-EPROTO on a mismatch, nothing kept).
+ *
+ * Harvest: the consumer of doc/PROTOCOL.md section 5, inline in
+ * uepoll_harvest() (uepoll.h), no system call.  Wait: harvest, spin a
+ * little on the tail (UEPOLL_NATIVE_SPIN, default NATIVE_SPIN_DEFAULT
+ * checks), then epoll_wait(fd, NULL, 0, t): ESTALE means "harvest again".
+ * ctl: epoll_ctl() on the uepoll fd, the kernel's errors are the errors.
+ *
+ * fork(): the kernel maps the rings VM_DONTCOPY, so a child has no
+ * mapping.  A pthread_atfork() child handler clears u->hdr/u->index of
+ * every live native instance (the inline harvest then takes the slow path)
+ * and marks it forked: every call but uepoll_exit() then fails with
+ * -ECHILD in the child; uepoll_exit() only closes the child's fd.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "internal.h"
+
+#define NATIVE_SPIN_DEFAULT	256	/* tail checks before sleeping */
+#define NATIVE_SPIN_MAX		1000000
+
+struct native_priv {
+	struct uepoll *u;
+	struct native_priv *prev, *next;	/* live instances (fork handling) */
+	void *hmap, *imap;
+	size_t hlen, ilen;
+	unsigned spin;
+	int forked;			/* set in a fork()ed child */
+};
+
+/* live native instances, for the atfork child handler */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct native_priv *live;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void atfork_prepare(void) { pthread_mutex_lock(&live_lock); }
+static void atfork_parent(void) { pthread_mutex_unlock(&live_lock); }
+
+static void atfork_child(void)
+{
+	struct native_priv *p;
+
+	for (p = live; p; p = p->next) {
+		p->forked = 1;
+		/* the mapping is gone (VM_DONTCOPY): make the inline path slow */
+		p->u->hdr = NULL;
+		p->u->index = NULL;
+	}
+	pthread_mutex_unlock(&live_lock);
+}
+
+static void atfork_register(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
 
 /* 1 if the running kernel has EPOLL_USERPOLL, 0 if not */
 static int native_feature(void)
@@ -33,35 +89,274 @@ static int native_feature(void)
 
 static int native_probe(void)
 {
-	/* kernel without the feature: ENOSYS; with it: not built yet, ENOSYS */
-	(void)native_feature();
-	return -ENOSYS;
+	return native_feature() ? 0 : -ENOSYS;
+}
+
+static size_t page_align(size_t v, size_t ps)
+{
+	return (v + ps - 1) & ~(ps - 1);
+}
+
+static size_t roundup_pow2(size_t v)
+{
+	size_t r = 1;
+
+	while (r < v)
+		r <<= 1;
+	return r;
+}
+
+static unsigned spin_option(void)
+{
+	const char *e = getenv("UEPOLL_NATIVE_SPIN");
+	char *end;
+	unsigned long v;
+
+	if (!e || !*e)
+		return NATIVE_SPIN_DEFAULT;
+	v = strtoul(e, &end, 10);
+	if (*end || v > NATIVE_SPIN_MAX)
+		return NATIVE_SPIN_DEFAULT;
+	return (unsigned)v;
+}
+
+/* map both regions of fd and check them; 0 or -errno, nothing kept on error */
+static int native_map(struct uepoll *u, struct native_priv *p, unsigned n)
+{
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	struct epoll_uheader *h;
+	uint32_t magic, hlen, ilen, max;
+	void *m;
+	int err;
+
+	STAT_SYS(u);
+	h = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_SHARED, u->fd, 0);
+	if (h == MAP_FAILED)
+		return -errno;
+	/* written once by the kernel before epoll_create2() returned */
+	magic = uepoll_hdr_read_once(&h->magic);
+	hlen = uepoll_hdr_read_once(&h->header_length);
+	ilen = uepoll_hdr_read_once(&h->index_length);
+	max = uepoll_hdr_read_once(&h->max_items_nr);
+	STAT_SYS(u);
+	munmap(h, ps);
+	if (magic != EPOLL_USERPOLL_HEADER_MAGIC || max != n ||
+	    hlen != page_align(EPOLL_USERPOLL_HEADER_SIZE +
+			       (size_t)n * sizeof(struct epoll_uitem), ps) ||
+	    ilen != page_align(roundup_pow2((size_t)n * 4), ps) ||
+	    (ilen & (ilen - 1)))
+		return -EPROTO;
+
+	STAT_SYS(u);
+	m = mmap(NULL, hlen, PROT_READ | PROT_WRITE, MAP_SHARED, u->fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	p->hmap = m;
+	p->hlen = hlen;
+	STAT_SYS(u);
+	m = mmap(NULL, ilen, PROT_READ | PROT_WRITE, MAP_SHARED, u->fd, (off_t)hlen);
+	if (m == MAP_FAILED) {
+		err = -errno;
+		munmap(p->hmap, p->hlen);
+		p->hmap = NULL;
+		return err;
+	}
+	p->imap = m;
+	p->ilen = ilen;
+	h = p->hmap;
+	/* the whole mapping again: the header must not have changed */
+	if (uepoll_hdr_read_once(&h->magic) != magic ||
+	    uepoll_hdr_read_once(&h->header_length) != hlen ||
+	    uepoll_hdr_read_once(&h->index_length) != ilen ||
+	    uepoll_hdr_read_once(&h->max_items_nr) != max) {
+		munmap(p->imap, p->ilen);
+		munmap(p->hmap, p->hlen);
+		p->hmap = p->imap = NULL;
+		return -EPROTO;
+	}
+	return 0;
 }
 
 static int native_init(struct uepoll *u, unsigned n, unsigned flags)
 {
-	(void)u; (void)n; (void)flags;
-	return native_probe();
+	struct native_priv *p;
+	int ret, fd;
+
+	ret = native_probe();
+	if (ret)
+		return ret;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	STAT_SYS(u);
+	fd = (int)syscall(UEPOLL_NR_epoll_create2,
+			  EPOLL_USERPOLL | ((flags & UEPOLL_CLOEXEC) ? EPOLL_CLOEXEC : 0),
+			  (unsigned long)n);
+	if (fd < 0) {
+		ret = -errno;
+		free(p);
+		return ret;
+	}
+	u->fd = fd;
+	ret = native_map(u, p, n);
+	if (ret) {
+		close(fd);
+		u->fd = -1;
+		free(p);
+		return ret;
+	}
+	p->u = u;
+	p->spin = spin_option();
+	pthread_once(&atfork_once, atfork_register);
+	pthread_mutex_lock(&live_lock);
+	p->next = live;
+	if (live)
+		live->prev = p;
+	live = p;
+	pthread_mutex_unlock(&live_lock);
+
+	u->priv = p;
+	u->index = p->imap;
+	u->index_mask = (uint32_t)(p->ilen / sizeof(uint32_t) - 1);
+	u->nitems = n;
+	u->head = uepoll_hdr_read_once(&((struct epoll_uheader *)p->hmap)->head);
+	u->hdr = p->hmap;	/* last: enables the inline consumer */
+	return 0;
 }
 
-static void native_exit(struct uepoll *u) { (void)u; }
+static void native_exit(struct uepoll *u)
+{
+	struct native_priv *p = u->priv;
+
+	pthread_mutex_lock(&live_lock);
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		live = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	pthread_mutex_unlock(&live_lock);
+	/* in a fork()ed child the range is not ours: never unmap it there */
+	if (!p->forked) {
+		munmap(p->imap, p->ilen);
+		munmap(p->hmap, p->hlen);
+	}
+	close(u->fd);
+	free(p);
+}
 
 static int native_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 {
-	(void)u; (void)op; (void)fd; (void)ev;
-	return -ENOSYS;
+	struct native_priv *p = u->priv;
+
+	if (p->forked)
+		return -ECHILD;
+	STAT_SYS(u);
+	if (epoll_ctl(u->fd, op, fd, ev) < 0)
+		return -errno;
+	return 0;
 }
 
+/* only reached when the inline consumer is off: a fork()ed child */
 static int native_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 {
-	(void)u; (void)evs; (void)max;
-	return -ENOSYS;
+	struct native_priv *p = u->priv;
+
+	(void)evs; (void)max;
+	return p->forked ? -ECHILD : -EINVAL;
 }
 
 static int native_sleep(struct uepoll *u, int timeout_ms)
 {
-	(void)u; (void)timeout_ms;
-	return -ENOSYS;
+	struct native_priv *p = u->priv;
+
+	if (p->forked)
+		return -ECHILD;
+	STAT_SYS(u);
+	if (epoll_wait(u->fd, NULL, 0, timeout_ms) < 0) {
+		if (errno == ESTALE) {
+			STAT(u, estale, 1);
+			return 0;
+		}
+		return -errno;
+	}
+	return 0;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/*
+ * Harvest; if empty, spin on the tail a little, then sleep in
+ * epoll_wait(fd, NULL, 0, t): ESTALE = the ring has entries, harvest
+ * again; a harvest that finds only removed entries sleeps again for the
+ * rest of the timeout.  0 on timeout, -EINTR on a signal.
+ */
+static int native_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms)
+{
+	struct native_priv *p = u->priv;
+	int64_t deadline = 0;
+	int ret;
+
+	if (p->forked)
+		return -ECHILD;
+	if (timeout_ms > 0)
+		deadline = now_ns() + (int64_t)timeout_ms * 1000000;
+	for (;;) {
+		int64_t left = -1;
+		unsigned i;
+
+		ret = uepoll_harvest(u, evs, max);
+		if (ret != 0 || timeout_ms == 0)
+			return ret;
+		if (p->spin) {
+			STAT(u, spins, 1);
+			for (i = 0; i < p->spin; i++) {
+				/* C1 pairs with K3: a new tail means entries */
+				if (uepoll_tail_acquire(u->hdr) != u->head)
+					break;
+				cpu_relax();
+			}
+			if (i < p->spin)
+				continue;
+		}
+		if (timeout_ms > 0) {
+			left = deadline - now_ns();
+			if (left <= 0)
+				return 0;
+		}
+		STAT(u, sleeps, 1);
+		STAT_SYS(u);
+		ret = epoll_wait(u->fd, NULL, 0,
+				 left < 0 ? -1 : (int)((left + 999999) / 1000000));
+		if (ret < 0) {
+			if (errno == ESTALE) {
+				STAT(u, estale, 1);
+				continue;
+			}
+			return -errno;	/* -EINTR on a signal */
+		}
+		/* 0: timed out (a wake-up without entries answers ESTALE) */
+		if (timeout_ms > 0 && deadline - now_ns() <= 0)
+			return 0;
+		if (timeout_ms > 0)
+			continue;
+		/* infinite timeout and 0: harvest again, sleep again */
+	}
 }
 
 const struct uepoll_ops __uepoll_native_ops = {
@@ -73,4 +368,5 @@ const struct uepoll_ops __uepoll_native_ops = {
 	.ctl = native_ctl,
 	.harvest = native_harvest,
 	.sleep = native_sleep,
+	.wait = native_wait,
 };

@@ -4,13 +4,20 @@
  *
  * An epoll-like event queue whose ready events are harvested from memory
  * shared with the kernel when the kernel allows it:
- *   native: EPOLL_USERPOLL (patched kernel, see uepoll(7)) - not yet built;
+ *   native: EPOLL_USERPOLL (patched kernel, see uepoll(7)): the ring is
+ *           read in place, no system call while it has entries;
  *   uring:  io_uring multishot polls, the CQ ring is peeked without a syscall;
  *   epoll:  plain epoll(7), one epoll_wait(..., 0) per harvest.
  *
  * Conventions (liburing): functions return >= 0 on success and -errno on
  * failure; errno is left untouched.  Every call is documented in
  * uepoll_<name>(3).
+ *
+ * fork(): a native instance is not usable in a child (the kernel does not
+ * copy the mapping): there every call but uepoll_exit() fails with
+ * -ECHILD; uepoll_exit() closes the child's fd only.  The parent's
+ * instance is unaffected.  Spin budget of the native uepoll_wait() before
+ * it sleeps: UEPOLL_NATIVE_SPIN (tail checks, default 256, read at init).
  */
 #ifndef UEPOLL_H
 #define UEPOLL_H
@@ -112,7 +119,8 @@ static inline void __uepoll_stat_add(uint64_t *c, uint64_t v)
 /*
  * uepoll_harvest - copy up to max ready events into evs, never sleeping.
  * Returns the number of events (0: none), or -EINVAL (NULL u or evs,
- * max <= 0, u not initialised), -EBADF (after uepoll_exit()).
+ * max <= 0, u not initialised), -EBADF (after uepoll_exit()), -ECHILD
+ * (native instance used in a fork()ed child).
  * One harvester (harvest or wait) at a time per instance.
  *
  * Native backend: the consumer of doc/PROTOCOL.md section 5, inline, no
