@@ -8,6 +8,7 @@
 #define UEPOLL_TEST_HELPERS_H
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,23 @@
 #define CHECK(c) do { if (!(c)) FAIL("%s", #c); } while (0)
 #define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
 		if (_a != _b) FAIL("%s == %lld, expected %s == %lld", #a, _a, #b, _b); } while (0)
+
+/*
+ * 1 if the running kernel has EPOLL_USERPOLL: the procfs feature file
+ * reads "1" (the library's native probe applies the same rule).
+ */
+static inline int t_native_feature(void)
+{
+	char c = 0;
+	int fd = open(UEPOLL_FEATURE_FILE, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (read(fd, &c, 1) != 1)
+		c = 0;
+	close(fd);
+	return c == '1';
+}
 
 static inline int count_fds(void)
 {

@@ -10,19 +10,6 @@
 #include <sys/wait.h>
 #include "helpers.h"
 
-static int feature(void)
-{
-	char c = 0;
-	int fd = open(UEPOLL_FEATURE_FILE, O_RDONLY);
-
-	if (fd < 0)
-		return 0;
-	if (read(fd, &c, 1) != 1)
-		c = 0;
-	close(fd);
-	return c == '1';
-}
-
 static void *late_write(void *arg)
 {
 	struct timespec ts = { 0, 50 * 1000000 };
@@ -43,7 +30,7 @@ int main(void)
 
 	t_init(&u, 4);
 	if (uepoll_backend(&u) != UEPOLL_BACKEND_NATIVE) {
-		if (!getenv("UEPOLL_BACKEND") && feature())
+		if (!getenv("UEPOLL_BACKEND") && t_native_feature())
 			FAIL("auto picked %s on a kernel with EPOLL_USERPOLL",
 			     uepoll_backend_name(&u));
 		uepoll_exit(&u);
