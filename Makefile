@@ -18,6 +18,8 @@ B        ?= build
 SAN      ?=
 # tests and tools link the shared library, or the static one (sanitizer builds)
 STATIC   ?= 0
+# extra link flags of tests and tools (-static for the guest's initramfs)
+PROG_LDFLAGS ?=
 
 WARN      := -Wall -Wextra -Werror
 ALL_CFLAGS := $(CFLAGS) $(WARN) -D_GNU_SOURCE -Isrc/include -pthread $(SAN)
@@ -33,7 +35,7 @@ ALIB      := $(B)/lib/libuepoll.a
 PCFILE    := $(B)/libuepoll.pc
 
 TESTS     := $(patsubst test/%.c,$(B)/test/%,$(wildcard test/*.c))
-TOOLS     := $(B)/tools/uepoll-stress $(B)/tools/uepoll-setupbench
+TOOLS     := $(patsubst tools/%.c,$(B)/tools/%,$(wildcard tools/*.c))
 MANPAGES  := $(wildcard man/uepoll_*.3)
 MANPAGES_ALL := $(MANPAGES) man/epoll_create2.2 man/uepoll.7
 
@@ -46,7 +48,7 @@ LINK_DEP  := $(B)/lib/libuepoll.so
 endif
 
 .PHONY: all lib tests tools check check-host check-asan check-tsan check-valgrind check-mutations check-uapi \
-	deps run install uninstall clean kernel vm-check vm-check-debug man-check
+	deps run install uninstall clean kernel vm-check vm-check-debug man-check guest-progs
 
 all: lib $(PCFILE) tools tests
 
@@ -82,11 +84,17 @@ tools: $(TOOLS)
 
 $(B)/test/%: test/%.c test/helpers.h $(LINK_DEP) src/include/uepoll.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LINK_LIB)
+	$(CC) $(ALL_CFLAGS) $(PROG_LDFLAGS) -o $@ $< $(LINK_LIB)
 
 $(B)/tools/%: tools/%.c $(LINK_DEP) src/include/uepoll.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LINK_LIB)
+	$(CC) $(ALL_CFLAGS) $(PROG_LDFLAGS) -o $@ $< $(LINK_LIB)
+
+# The library's tests and tools linked fully static, for the guest's
+# initramfs (vm/check --lib build/guest).
+GUEST_B := build/guest
+guest-progs:
+	$(MAKE) B=$(GUEST_B) STATIC=1 PROG_LDFLAGS=-static tests tools
 
 # ---- tests ---------------------------------------------------------------
 # Debian packages first (root installs them, others get a list).
@@ -187,4 +195,4 @@ uninstall:
 	      $(DESTDIR)$(MANDIR)/man2/epoll_create2.2 $(DESTDIR)$(MANDIR)/man7/uepoll.7
 
 clean:
-	rm -rf build/obj build/lib build/test build/tools build/asan build/tsan build/libuepoll.pc
+	rm -rf build/obj build/lib build/test build/tools build/asan build/tsan build/guest build/libuepoll.pc

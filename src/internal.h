@@ -27,6 +27,9 @@ struct uepoll_ops {
 	int (*harvest)(struct uepoll *u, struct epoll_event *evs, int max);
 	/* sleep until something may be ready or timeout; 0 woke/timeout, -errno */
 	int (*sleep)(struct uepoll *u, int timeout_ms);
+	/* optional: may the ring have something to harvest?  No system call;
+	 * what uepoll_wait() spins on.  NULL: the backend cannot spin (epoll) */
+	int (*ready)(struct uepoll *u);
 	/* optional: harvest+sleep in one call (epoll), NULL = generic loop */
 	int (*wait)(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
 };
@@ -55,5 +58,17 @@ struct fdmap {
 int fdmap_get(const struct fdmap *m, int fd) __hidden;
 int fdmap_set(struct fdmap *m, int fd, int val) __hidden;	/* 0 / -ENOMEM */
 void fdmap_free(struct fdmap *m) __hidden;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* the spin phase of uepoll_wait(): 1 as soon as ops->ready() says so */
+int __uepoll_spin(struct uepoll *u, int (*ready)(struct uepoll *u)) __hidden;
 
 #endif /* UEPOLL_INTERNAL_H */

@@ -13,8 +13,7 @@
  *
  * Harvest: the consumer of doc/PROTOCOL.md section 5, inline in
  * uepoll_harvest() (uepoll.h), no system call.  Wait: harvest, spin a
- * little on the tail (UEPOLL_NATIVE_SPIN, default NATIVE_SPIN_DEFAULT
- * checks), then epoll_wait(fd, NULL, 0, t): ESTALE means "harvest again".
+ * little on the tail (u->spin checks, uepoll_set_spin(3)), then epoll_wait(fd, NULL, 0, t): ESTALE means "harvest again".
  * ctl: epoll_ctl() on the uepoll fd, the kernel's errors are the errors.
  *
  * fork(): the kernel maps the rings VM_DONTCOPY, so a child has no
@@ -35,15 +34,12 @@
 #include <unistd.h>
 #include "internal.h"
 
-#define NATIVE_SPIN_DEFAULT	256	/* tail checks before sleeping */
-#define NATIVE_SPIN_MAX		1000000
 
 struct native_priv {
 	struct uepoll *u;
 	struct native_priv *prev, *next;	/* live instances (fork handling) */
 	void *hmap, *imap;
 	size_t hlen, ilen;
-	unsigned spin;
 	int forked;			/* set in a fork()ed child */
 };
 
@@ -104,20 +100,6 @@ static size_t roundup_pow2(size_t v)
 	while (r < v)
 		r <<= 1;
 	return r;
-}
-
-static unsigned spin_option(void)
-{
-	const char *e = getenv("UEPOLL_NATIVE_SPIN");
-	char *end;
-	unsigned long v;
-
-	if (!e || !*e)
-		return NATIVE_SPIN_DEFAULT;
-	v = strtoul(e, &end, 10);
-	if (*end || v > NATIVE_SPIN_MAX)
-		return NATIVE_SPIN_DEFAULT;
-	return (unsigned)v;
 }
 
 /* map both regions of fd and check them; 0 or -errno, nothing kept on error */
@@ -206,7 +188,6 @@ static int native_init(struct uepoll *u, unsigned n, unsigned flags)
 		return ret;
 	}
 	p->u = u;
-	p->spin = spin_option();
 	pthread_once(&atfork_once, atfork_register);
 	pthread_mutex_lock(&live_lock);
 	p->next = live;
@@ -291,13 +272,10 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static inline void cpu_relax(void)
+/* the spin test: a new tail means entries (C1 pairs with K3) */
+static int native_ready(struct uepoll *u)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
+	return uepoll_tail_acquire(u->hdr) != u->head;
 }
 
 /*
@@ -318,22 +296,12 @@ static int native_wait(struct uepoll *u, struct epoll_event *evs, int max, int t
 		deadline = now_ns() + (int64_t)timeout_ms * 1000000;
 	for (;;) {
 		int64_t left = -1;
-		unsigned i;
 
 		ret = uepoll_harvest(u, evs, max);
 		if (ret != 0 || timeout_ms == 0)
 			return ret;
-		if (p->spin) {
-			STAT(u, spins, 1);
-			for (i = 0; i < p->spin; i++) {
-				/* C1 pairs with K3: a new tail means entries */
-				if (uepoll_tail_acquire(u->hdr) != u->head)
-					break;
-				cpu_relax();
-			}
-			if (i < p->spin)
-				continue;
-		}
+		if (__uepoll_spin(u, native_ready))
+			continue;
 		if (timeout_ms > 0) {
 			left = deadline - now_ns();
 			if (left <= 0)
@@ -368,5 +336,6 @@ const struct uepoll_ops __uepoll_native_ops = {
 	.ctl = native_ctl,
 	.harvest = native_harvest,
 	.sleep = native_sleep,
+	.ready = native_ready,
 	.wait = native_wait,
 };

@@ -69,8 +69,29 @@ static int env_backend(unsigned *flags)
 	return 0;
 }
 
+/* UEPOLL_SPIN: the process-wide default spin budget; -EINVAL if malformed */
+static int env_spin(uint32_t *spin)
+{
+	const char *e = getenv("UEPOLL_SPIN");
+	unsigned long v;
+	char *end;
+
+	*spin = UEPOLL_SPIN_DEFAULT;
+	if (!e || !*e)
+		return 0;
+	errno = 0;
+	v = strtoul(e, &end, 10);
+	if (*end || errno || e[0] == '-' || v > UEPOLL_SPIN_MAX)
+		return -EINVAL;
+	*spin = (uint32_t)v;
+	return 0;
+}
+
 UEPOLL_API int uepoll_init(struct uepoll *u, unsigned n, unsigned flags)
 {
+	uint32_t spin;
+	int saved_errno = errno;
+
 	const struct uepoll_ops *ops;
 	int ret;
 
@@ -85,6 +106,10 @@ UEPOLL_API int uepoll_init(struct uepoll *u, unsigned n, unsigned flags)
 		if (ret)
 			return ret;
 	}
+	ret = env_spin(&spin);
+	errno = saved_errno;
+	if (ret)
+		return ret;
 	if ((flags & UEPOLL_BACKEND_MASK) == UEPOLL_BACKEND_AUTO) {
 		pthread_once(&auto_once, auto_probe);
 		flags |= (unsigned)auto_backend;
@@ -93,6 +118,7 @@ UEPOLL_API int uepoll_init(struct uepoll *u, unsigned n, unsigned flags)
 	u->backend = (int)(flags & UEPOLL_BACKEND_MASK);
 	u->flags = flags;
 	u->n = n;
+	u->spin = spin;
 	ret = ops->init(u, n, flags);
 	if (ret < 0) {
 		memset(u, 0, sizeof(*u));
@@ -224,6 +250,8 @@ UEPOLL_API int uepoll_wait(struct uepoll *u, struct epoll_event *evs, int max, i
 		ret = uepoll_harvest(u, evs, max);
 		if (ret != 0 || timeout_ms == 0)
 			return ret;
+		if (ops->ready && __uepoll_spin(u, ops->ready))
+			continue;
 		if (timeout_ms > 0) {
 			left = deadline - now_ns();
 			if (left <= 0)
@@ -234,6 +262,40 @@ UEPOLL_API int uepoll_wait(struct uepoll *u, struct epoll_event *evs, int max, i
 		if (ret < 0)
 			return ret;
 	}
+}
+
+/*
+ * Spin phase of uepoll_wait(): up to u->spin checks of ready(), no system
+ * call.  1 when ready() said yes (harvest again), 0 when the budget ran
+ * out or is 0 (sleep).
+ */
+int __uepoll_spin(struct uepoll *u, int (*ready)(struct uepoll *u))
+{
+	/* relaxed: uepoll_set_spin() from another thread takes effect at the
+	 * next spin phase; nothing else is published through it */
+	uint32_t i, budget = __atomic_load_n(&u->spin, __ATOMIC_RELAXED);
+
+	if (!budget)
+		return 0;
+	STAT(u, spins, 1);
+	for (i = 0; i < budget; i++) {
+		if (ready(u))
+			return 1;
+		cpu_relax();
+	}
+	return 0;
+}
+
+UEPOLL_API int uepoll_set_spin(struct uepoll *u, unsigned spin)
+{
+	int ret = check_live(u);
+
+	if (ret)
+		return ret;
+	if (spin > UEPOLL_SPIN_MAX)
+		return -EINVAL;
+	__atomic_store_n(&u->spin, spin, __ATOMIC_RELAXED);
+	return 0;
 }
 
 UEPOLL_API int uepoll_fd(const struct uepoll *u)

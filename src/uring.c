@@ -500,6 +500,17 @@ next:
 	return cnt;
 }
 
+/* the spin test, no lock, no system call: CQEs (or overflowed ones, or
+ * deferred task work) are pending; the same test as harvest's fast path */
+static int uring_ready(struct uepoll *u)
+{
+	struct uring_priv *p = u->priv;
+	unsigned kflags = IO_URING_READ_ONCE(*p->ring.sq.kflags);
+
+	return io_uring_cq_ready(&p->ring) ||
+	       (kflags & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN));
+}
+
 /*
  * Sleep in ppoll() on the ring fd (readable while CQEs or overflowed CQEs
  * are pending) rather than io_uring_enter(GETEVENTS): same single system
@@ -534,4 +545,5 @@ const struct uepoll_ops __uepoll_uring_ops = {
 	.ctl = uring_ctl,
 	.harvest = uring_harvest,
 	.sleep = uring_sleep,
+	.ready = uring_ready,
 };

@@ -76,9 +76,8 @@ int main(void)
 	CHECK_EQ(uepoll_wait(&u, evs, 8, 30), 0);
 
 	/* no spin: the wake-up is an ESTALE answer */
-	setenv("UEPOLL_NATIVE_SPIN", "0", 1);
 	t_init(&v, 2);
-	unsetenv("UEPOLL_NATIVE_SPIN");
+	CHECK_EQ(uepoll_set_spin(&v, 0), 0);
 	t_read(a);
 	CHECK_EQ(t_add(&v, a, EPOLLIN | EPOLLET, 9), 0);
 	CHECK_EQ(pthread_create(&th, NULL, late_write, &a), 0);

@@ -27,7 +27,7 @@ forced=${UEPOLL_BACKEND:-}
 unset UEPOLL_BACKEND
 
 # tests that start threads (the TSan pass runs these)
-threaded="threads wait no_zombie stress stress-churn"
+threaded="threads wait no_zombie spin stress stress-churn"
 stress=$B/tools/uepoll-stress
 iters=20000
 [ -n "$wrapper" ] && iters=2000

@@ -16,8 +16,12 @@
  * fork(): a native instance is not usable in a child (the kernel does not
  * copy the mapping): there every call but uepoll_exit() fails with
  * -ECHILD; uepoll_exit() closes the child's fd only.  The parent's
- * instance is unaffected.  Spin budget of the native uepoll_wait() before
- * it sleeps: UEPOLL_NATIVE_SPIN (tail checks, default 256, read at init).
+ * instance is unaffected.
+ *
+ * Spin budget: before uepoll_wait() sleeps in the kernel it checks the
+ * shared ring up to `spin` more times (native: the tail; uring: the CQ),
+ * uepoll_set_spin(3).  The default is UEPOLL_SPIN_DEFAULT, or UEPOLL_SPIN
+ * from the environment (read by uepoll_init()).
  */
 #ifndef UEPOLL_H
 #define UEPOLL_H
@@ -47,6 +51,8 @@ extern "C" {
 #define UEPOLL_FLAGS_ALL	(UEPOLL_CLOEXEC | UEPOLL_BACKEND_MASK)
 
 #define UEPOLL_MAX_ITEMS	65536u
+#define UEPOLL_SPIN_DEFAULT	256u	/* ring checks before sleeping; uepoll-bench measures it */
+#define UEPOLL_SPIN_MAX		(1u << 20)
 
 /*
  * Counters, updated where the library makes the corresponding call, on
@@ -58,7 +64,7 @@ struct uepoll_stats {
 	uint64_t harvests;	/* harvest passes (uepoll_harvest, and inside uepoll_wait) */
 	uint64_t syscalls;	/* system calls made for this instance (ctl, harvest, wait) */
 	uint64_t estale;	/* native: epoll_wait() answered ESTALE */
-	uint64_t spins;		/* native: retries of the ring consumer */
+	uint64_t spins;		/* native, uring: uepoll_wait() spun on the ring before sleeping */
 	uint64_t waits;		/* uepoll_wait() calls */
 	uint64_t sleeps;	/* times uepoll_wait() blocked in the kernel */
 	uint64_t coalesced;	/* completions merged into an event of the same batch */
@@ -90,7 +96,7 @@ struct uepoll {
 	uint32_t magic;		/* UEPOLL_MAGIC_LIVE / _DEAD / 0 */
 	uint32_t flags;
 	uint32_t n;		/* capacity */
-	uint32_t __pad1;
+	uint32_t spin;		/* uepoll_set_spin() */
 	struct uepoll_stats stats;
 	void *priv;		/* backend state */
 	uint64_t __reserved[8];
@@ -107,6 +113,7 @@ UEPOLL_API int uepoll_fd(const struct uepoll *u);
 UEPOLL_API int uepoll_backend(const struct uepoll *u);
 UEPOLL_API const char *uepoll_backend_name(const struct uepoll *u);
 UEPOLL_API int uepoll_get_stats(const struct uepoll *u, struct uepoll_stats *st);
+UEPOLL_API int uepoll_set_spin(struct uepoll *u, unsigned spin);
 
 /* Slow path of uepoll_harvest(): every backend but native.  Not an API. */
 UEPOLL_API int __uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max);
