@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/*
+ * uepoll-httpd - a single-threaded HTTP/1.0 server on libuepoll, the
+ * server side of uepoll-bench's TCP scenario (doc/BENCH.md).  It answers
+ * `GET /ref` with a small fixed response (80 bytes, the size of the
+ * seed's bench_http answer), anything else with 404, and closes the
+ * connection after the answer (HTTP/1.0).
+ *
+ *   uepoll-httpd [-b native|uring|epoll|auto] [-s SPIN] [-p PORT] [-a ADDR]
+ *   uepoll-httpd --plain-epoll-lt [-p PORT] [-a ADDR]
+ *
+ * Library mode: every socket registered EPOLLIN|EPOLLET through
+ * uepoll_ctl, read until EAGAIN, DEL before close; the library's
+ * epoll backend is the "epoll-ET" of the seed's measurement.
+ * --plain-epoll-lt: the reference, no library: epoll_create1, sockets
+ * level-triggered, one read per readiness, close without DEL.
+ *
+ * Port 0 (default) takes a free port.  Once listening it prints
+ * "PORT <n>" on stdout.  SIGTERM or SIGINT ends it; it then prints
+ *   STATS backend=B requests=N errors=E wait_syscalls=W ctl_syscalls=C events=V
+ * (wait_syscalls: the system calls made to harvest or sleep; ctl: those
+ * made to register and remove; from uepoll_get_stats in library mode,
+ * counted by hand in plain mode) and exits 0.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uepoll.h>
+
+#define LISTENER	UINT64_MAX
+#define REQMAX		1024
+
+struct conn {
+	int len;
+	char buf[REQMAX];
+};
+
+static const char *prog;
+static volatile sig_atomic_t stop;
+static struct conn **conns;	/* by fd, allocated on first use */
+static int maxfd;
+static unsigned long requests, errors;
+
+static const char ok_resp[] =
+	"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 18\r\n\r\n"
+	"uepoll reference\r\n";
+static const char nf_resp[] =
+	"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: %s [-b native|uring|epoll|auto] [-s spin] [-p port] [-a addr]\n"
+			"       %s --plain-epoll-lt [-p port] [-a addr]\n", prog, prog);
+	exit(2);
+}
+
+static struct conn *conn_of(int fd)
+{
+	if (fd < 0 || fd >= maxfd)
+		return NULL;
+	if (!conns[fd]) {
+		conns[fd] = malloc(sizeof(struct conn));
+		if (!conns[fd])
+			return NULL;
+	}
+	conns[fd]->len = 0;
+	return conns[fd];
+}
+
+/*
+ * Read what is there (until EAGAIN when `drain`, else one read).
+ * 1: request complete and answered (close now); 0: need more;
+ * -1: error or EOF before the request (close now).
+ */
+static int serve(int fd, int drain)
+{
+	struct conn *c = fd >= 0 && fd < maxfd ? conns[fd] : NULL;
+
+	if (!c)
+		return -1;
+	for (;;) {
+		ssize_t n = read(fd, c->buf + c->len, (size_t)(REQMAX - 1 - c->len));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -1;
+		}
+		if (n == 0)
+			return -1;
+		c->len += (int)n;
+		c->buf[c->len] = 0;
+		if (strstr(c->buf, "\r\n\r\n")) {
+			const char *r = nf_resp;
+			size_t rl = sizeof(nf_resp) - 1;
+
+			if (!strncmp(c->buf, "GET /ref ", 9) || !strncmp(c->buf, "GET /ref\r", 9)) {
+				r = ok_resp;
+				rl = sizeof(ok_resp) - 1;
+			}
+			if (write(fd, r, rl) != (ssize_t)rl)
+				return -1;
+			requests++;
+			return 1;
+		}
+		if (c->len >= REQMAX - 1)
+			return -1;
+		if (!drain)
+			return 0;
+	}
+}
+
+static int listen_on(const char *addr, int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	socklen_t sl = sizeof(sa);
+	int one = 1, fd;
+
+	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
+		fprintf(stderr, "%s: bad address %s\n", prog, addr);
+		exit(2);
+	}
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4096) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
+		perror("listen socket");
+		exit(1);
+	}
+	printf("PORT %d\n", ntohs(sa.sin_port));
+	fflush(stdout);
+	return fd;
+}
+
+/* ---- library mode ---------------------------------------------------------- */
+
+static void lib_close(struct uepoll *u, int fd)
+{
+	int r = uepoll_ctl(u, EPOLL_CTL_DEL, fd, NULL);
+
+	if (r < 0)
+		fprintf(stderr, "%s: DEL %d: %s\n", prog, fd, strerror(-r));
+	close(fd);
+}
+
+static int run_lib(unsigned bflags, long spin, int lfd)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = LISTENER };
+	struct epoll_event evs[256];
+	struct uepoll_stats st;
+	struct uepoll u;
+	unsigned cap = maxfd > 4096 ? 4096 : (unsigned)maxfd;
+	int r;
+
+	r = uepoll_init(&u, cap, UEPOLL_CLOEXEC | bflags);
+	if (r < 0) {
+		fprintf(stderr, "%s: uepoll_init: %s\n", prog, strerror(-r));
+		return 1;
+	}
+	if (spin >= 0 && (r = uepoll_set_spin(&u, (unsigned)spin)) < 0) {
+		fprintf(stderr, "%s: uepoll_set_spin: %s\n", prog, strerror(-r));
+		return 1;
+	}
+	r = uepoll_ctl(&u, EPOLL_CTL_ADD, lfd, &ev);
+	if (r < 0) {
+		fprintf(stderr, "%s: ADD listener: %s\n", prog, strerror(-r));
+		return 1;
+	}
+	while (!stop) {
+		int n = uepoll_wait(&u, evs, 256, 1000);
+
+		if (n == -EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "%s: uepoll_wait: %s\n", prog, strerror(-n));
+			return 1;
+		}
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.u64 == LISTENER) {
+				for (;;) {
+					int cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+					struct epoll_event cev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET };
+
+					if (cfd < 0) {
+						if (errno == EINTR || errno == ECONNABORTED)
+							continue;
+						if (errno != EAGAIN) {
+							perror("accept4");
+							errors++;
+						}
+						break;
+					}
+					if (!conn_of(cfd)) {
+						errors++;
+						close(cfd);
+						continue;
+					}
+					cev.data.fd = cfd;
+					r = uepoll_ctl(&u, EPOLL_CTL_ADD, cfd, &cev);
+					if (r < 0) {
+						fprintf(stderr, "%s: ADD %d: %s\n", prog, cfd, strerror(-r));
+						errors++;
+						close(cfd);
+					}
+				}
+				continue;
+			}
+			r = serve(evs[i].data.fd, 1);
+			if (r < 0)
+				errors++;
+			if (r)
+				lib_close(&u, evs[i].data.fd);
+		}
+	}
+	uepoll_get_stats(&u, &st);
+	printf("STATS backend=%s requests=%lu errors=%lu wait_syscalls=%llu ctl_syscalls=%llu events=%llu "
+	       "sleeps=%llu\n", uepoll_backend_name(&u), requests, errors,
+	       (unsigned long long)(st.syscalls - st.ctl_syscalls), (unsigned long long)st.ctl_syscalls,
+	       (unsigned long long)st.events, (unsigned long long)st.sleeps);
+	uepoll_exit(&u);
+	return 0;
+}
+
+/* ---- plain level-triggered epoll ---------------------------------------------- */
+
+static int run_plain(int lfd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = LISTENER };
+	struct epoll_event evs[256];
+	unsigned long long waits = 0, ctls = 0, nev = 0;
+	int epfd = epoll_create1(EPOLL_CLOEXEC);
+
+	if (epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, lfd, &ev) < 0) {
+		perror("epoll");
+		return 1;
+	}
+	ctls++;
+	while (!stop) {
+		int n = epoll_wait(epfd, evs, 256, 1000);
+
+		waits++;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			perror("epoll_wait");
+			return 1;
+		}
+		nev += (unsigned long long)n;
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.u64 == LISTENER) {
+				for (;;) {
+					int cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+					struct epoll_event cev = { .events = EPOLLIN | EPOLLRDHUP };
+
+					if (cfd < 0) {
+						if (errno == EINTR || errno == ECONNABORTED)
+							continue;
+						if (errno != EAGAIN) {
+							perror("accept4");
+							errors++;
+						}
+						break;
+					}
+					if (!conn_of(cfd)) {
+						errors++;
+						close(cfd);
+						continue;
+					}
+					cev.data.fd = cfd;
+					ctls++;
+					if (epoll_ctl(epfd, EPOLL_CTL_ADD, cfd, &cev) < 0) {
+						perror("epoll_ctl ADD");
+						errors++;
+						close(cfd);
+					}
+				}
+				continue;
+			}
+			{
+				int r = serve(evs[i].data.fd, 0);
+
+				if (r < 0)
+					errors++;
+				if (r)
+					close(evs[i].data.fd);	/* close removes it from the set */
+			}
+		}
+	}
+	printf("STATS backend=epoll-lt requests=%lu errors=%lu wait_syscalls=%llu ctl_syscalls=%llu events=%llu "
+	       "sleeps=0\n", requests, errors, waits, ctls, nev);
+	close(epfd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *addr = "127.0.0.1";
+	unsigned bflags = UEPOLL_BACKEND_AUTO;
+	int port = 0, plain = 0, lfd, ret;
+	long spin = -1;
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct rlimit rl;
+
+	prog = argv[0];
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		char *end;
+
+		if (!strcmp(a, "--plain-epoll-lt")) {
+			plain = 1;
+			continue;
+		}
+		if (!v || a[0] != '-' || !a[1] || a[2])
+			usage();
+		i++;
+		switch (a[1]) {
+		case 'b':
+			if (!strcmp(v, "native")) bflags = UEPOLL_BACKEND_NATIVE;
+			else if (!strcmp(v, "uring")) bflags = UEPOLL_BACKEND_URING;
+			else if (!strcmp(v, "epoll")) bflags = UEPOLL_BACKEND_EPOLL;
+			else if (!strcmp(v, "auto")) bflags = UEPOLL_BACKEND_AUTO;
+			else usage();
+			break;
+		case 's':
+			spin = strtol(v, &end, 10);
+			if (*end || end == v || spin < 0 || spin > (long)UEPOLL_SPIN_MAX)
+				usage();
+			break;
+		case 'p':
+			port = (int)strtol(v, &end, 10);
+			if (*end || end == v || port < 0 || port > 65535)
+				usage();
+			break;
+		case 'a':
+			addr = v;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		perror("getrlimit");
+		return 1;
+	}
+	maxfd = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 65536 ? 65536 : (int)rl.rlim_cur;
+	conns = calloc((size_t)maxfd, sizeof(*conns));
+	if (!conns) {
+		perror("calloc");
+		return 1;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	lfd = listen_on(addr, port);
+	ret = plain ? run_plain(lfd) : run_lib(bflags, spin, lfd);
+	fflush(stdout);
+	close(lfd);
+	for (int i = 0; i < maxfd; i++)
+		free(conns[i]);
+	free(conns);
+	return ret;
+}
