@@ -48,6 +48,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,6 +167,39 @@ static void *xcalloc(size_t n, size_t sz)
 		exit(1);
 	}
 	return p;
+}
+
+/*
+ * Pin the calling thread to the k-th CPU it may run on (wake latency and
+ * idle put their two threads on two different CPUs: under TCG a thread
+ * woken on a halted vCPU and one woken on the running vCPU differ by
+ * 5x, which would otherwise depend on where the scheduler put them).
+ * Silently nothing with fewer CPUs or where affinity is refused.
+ */
+static void pin_self(int k)
+{
+	cpu_set_t all, one;
+	int seen = 0;
+
+	if (sched_getaffinity(0, sizeof(all), &all) || CPU_COUNT(&all) < 2)
+		return;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &all) && seen++ == k) {
+			CPU_ZERO(&one);
+			CPU_SET(c, &one);
+			pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+			return;
+		}
+}
+
+static void unpin_self(void)
+{
+	cpu_set_t all;
+
+	CPU_ZERO(&all);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		CPU_SET(c, &all);
+	pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
 }
 
 static void usage(void)
@@ -555,6 +589,7 @@ static void *lat_echo(void *arg)
 	struct lat_side *s = arg;
 	uint64_t one = 1;
 
+	pin_self(1);
 	for (;;) {
 		if (lat_get(s) < 0) {
 			__atomic_store_n(s->stop, 2, __ATOMIC_RELAXED);
@@ -602,6 +637,7 @@ static int run_lat(const char *be, int p, double *out)
 		fprintf(stderr, "pthread_create: %s\n", strerror(e));
 		goto out;
 	}
+	pin_self(0);
 	for (i = 0; i < n; i++) {
 		int64_t t0;
 
@@ -627,6 +663,7 @@ static int run_lat(const char *be, int p, double *out)
 	if (write(ab, &one, sizeof(one)) != sizeof(one))
 		perror("lat: write");
 	pthread_join(th, NULL);
+	unpin_self();
 	if (i == n && stop == 1) {
 		double *v = rtt + LAT_WARMUP;
 		size_t m = (size_t)lat_rounds;
@@ -800,8 +837,11 @@ struct idle {
 static void *idle_producer(void *arg)
 {
 	struct idle *s = arg;
-	int64_t period = (int64_t)(1e9 / idle_rate), next = now_ns();
+	int64_t period = (int64_t)(1e9 / idle_rate), next;
 	uint64_t one = 1;
+
+	pin_self(1);
+	next = mono_ns();
 
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
 		struct timespec ts;
@@ -848,6 +888,7 @@ static int run_idle(const char *be, int p, double *out)
 		fprintf(stderr, "pthread_create: %s\n", strerror(e));
 		goto out;
 	}
+	pin_self(0);
 	uepoll_get_stats(&u, &s0);
 	c0 = thread_cpu_ns();
 	t0 = now_ns();
@@ -870,6 +911,7 @@ static int run_idle(const char *be, int p, double *out)
 	uepoll_get_stats(&u, &s1);
 	__atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(th, NULL);
+	unpin_self();
 	if (nev && nl) {
 		qsort(lat, nl, sizeof(*lat), cmp_double);
 		out[0] = (double)(c1 - c0) / 1000.0 / (double)nev;
