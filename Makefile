@@ -48,7 +48,8 @@ LINK_DEP  := $(B)/lib/libuepoll.so
 endif
 
 .PHONY: all lib tests tools check check-host check-asan check-tsan check-valgrind check-mutations check-uapi \
-	deps run install uninstall clean kernel vm-check vm-check-debug man-check guest-progs
+	deps run install uninstall clean kernel vm-check vm-check-debug man-check guest-progs \
+	check-mutations-guest
 
 all: lib $(PCFILE) tools tests
 
@@ -85,6 +86,12 @@ tools: $(TOOLS)
 $(B)/test/%: test/%.c test/helpers.h $(LINK_DEP) src/include/uepoll.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(PROG_LDFLAGS) -o $@ $< $(LINK_LIB)
+
+# eproto interposes on the library's mmap()/munmap() (ld --wrap), which
+# only works when the library is linked in: always the static one
+$(B)/test/eproto: test/eproto.c test/helpers.h $(ALIB) src/include/uepoll.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(PROG_LDFLAGS) -Wl,--wrap=mmap -Wl,--wrap=munmap -o $@ $< $(ALIB) $(LIBS)
 
 $(B)/tools/%: tools/%.c $(LINK_DEP) src/include/uepoll.h
 	@mkdir -p $(@D)
@@ -143,23 +150,35 @@ check: check-host
 	elif [ -x kernel/build ] && [ -x vm/check ] || [ "$(VM_CHECK)" = 1 ]; then \
 		$(MAKE) vm-check; \
 	else echo "vm-check: skipped (kernel/build or vm/check missing)"; fi
-	@echo "== make check: host summary (plain pass; guest result above) =="
+	@echo "== make check: host summary (plain pass; $$(uname -r)) =="
 	@sed -n '/^== summary/,$$p' $(B)/check-plain.log | tail -n +2
+	@if [ "$(VM_CHECK)" != 0 ] && [ -f build/vm/results/latest-normal/lib-summary.txt ]; then \
+		sed -n '/^== summary/,$$p' build/vm/results/latest-normal/lib-summary.txt; fi
 
 kernel:
 	kernel/build
 
-vm-check:
-	vm/check
+# the guest: raw ABI tests, upstream selftest, the library suite on
+# native, uring and epoll (static builds of tests and tools)
+vm-check: guest-progs
+	vm/check --lib $(GUEST_B)
+	test/mutations.sh --guest
 
-vm-check-debug:
-	vm/check --debug
+# the native backend's mutations (test/mutations.sh), in the guest
+check-mutations-guest:
+	test/mutations.sh --guest
+
+vm-check-debug: guest-progs
+	vm/check --debug --lib $(GUEST_B)
 
 # ---- the main job ----------------------------------------------------------
-RUN_THREADS ?= 8
-RUN_ITERS   ?= 1000000
+# guest (patched kernel: native, uring, epoll) and host side by side;
+# HOST=1: the host only.  Sizes: RUN_THREADS, RUN_ITERS, RUN_GUEST_THREADS,
+# RUN_GUEST_ITERS, RUN_REPEATS (scripts/run-table).
+HOST ?= 0
 run: all
-	@scripts/run-table $(B) $(RUN_THREADS) $(RUN_ITERS)
+	@if [ "$(HOST)" = 1 ]; then scripts/run-table --host-only $(B); \
+	else $(MAKE) -s guest-progs && scripts/run-table $(B); fi
 
 # src/include/uepoll/uapi.h against what kernel/patches add to eventpoll.h
 check-uapi:

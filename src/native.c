@@ -19,7 +19,7 @@
  * fork(): the kernel maps the rings VM_DONTCOPY, so a child has no
  * mapping.  A pthread_atfork() child handler clears u->hdr/u->index of
  * every live native instance (the inline harvest then takes the slow path)
- * and marks it forked: every call but uepoll_exit() then fails with
+ * and marks it forked: ctl, harvest and wait then fail with
  * -ECHILD in the child; uepoll_exit() only closes the child's fd.
  */
 #ifndef _GNU_SOURCE

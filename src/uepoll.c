@@ -87,12 +87,55 @@ static int env_spin(uint32_t *spin)
 	return 0;
 }
 
+/*
+ * errno: the API reports errors as return values and leaves errno as the
+ * caller had it (liburing's convention); each entry point that may make a
+ * system call restores it on the way out.
+ */
+static int init(struct uepoll *u, unsigned n, unsigned flags);
+static void exit_(struct uepoll *u);
+static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev);
+static int wait_(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
+
 UEPOLL_API int uepoll_init(struct uepoll *u, unsigned n, unsigned flags)
 {
-	uint32_t spin;
+	int saved_errno = errno, ret = init(u, n, flags);
+
+	errno = saved_errno;
+	return ret;
+}
+
+UEPOLL_API void uepoll_exit(struct uepoll *u)
+{
 	int saved_errno = errno;
 
+	exit_(u);
+	errno = saved_errno;
+}
+
+UEPOLL_API int uepoll_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
+{
+	int saved_errno = errno, ret;
+
+	__uepoll_in_ctl = 1;
+	ret = ctl(u, op, fd, ev);
+	__uepoll_in_ctl = 0;
+	errno = saved_errno;
+	return ret;
+}
+
+UEPOLL_API int uepoll_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms)
+{
+	int saved_errno = errno, ret = wait_(u, evs, max, timeout_ms);
+
+	errno = saved_errno;
+	return ret;
+}
+
+static int init(struct uepoll *u, unsigned n, unsigned flags)
+{
 	const struct uepoll_ops *ops;
+	uint32_t spin;
 	int ret;
 
 	if (!u)
@@ -107,7 +150,6 @@ UEPOLL_API int uepoll_init(struct uepoll *u, unsigned n, unsigned flags)
 			return ret;
 	}
 	ret = env_spin(&spin);
-	errno = saved_errno;
 	if (ret)
 		return ret;
 	if ((flags & UEPOLL_BACKEND_MASK) == UEPOLL_BACKEND_AUTO) {
@@ -129,7 +171,7 @@ UEPOLL_API int uepoll_init(struct uepoll *u, unsigned n, unsigned flags)
 	return 0;
 }
 
-UEPOLL_API void uepoll_exit(struct uepoll *u)
+static void exit_(struct uepoll *u)
 {
 	if (check_live(u))
 		return;
@@ -147,18 +189,6 @@ UEPOLL_API void uepoll_exit(struct uepoll *u)
  * EPOLLEXCLUSIVE refused, EPOLLWAKEUP dropped).  EEXIST, ENOENT and
  * ENOSPC are the backend's, after these.
  */
-static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev);
-
-UEPOLL_API int uepoll_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
-{
-	int ret;
-
-	__uepoll_in_ctl = 1;
-	ret = ctl(u, op, fd, ev);
-	__uepoll_in_ctl = 0;
-	return ret;
-}
-
 static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 {
 	const struct uepoll_ops *ops;
@@ -203,13 +233,15 @@ static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 
 UEPOLL_API int __uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 {
-	int ret = check_live(u);
+	int saved_errno = errno, ret = check_live(u);
 
 	if (ret)
 		return ret;
 	if (!evs || max <= 0)
 		return -EINVAL;
-	return ops_of(u->backend)->harvest(u, evs, max);
+	ret = ops_of(u->backend)->harvest(u, evs, max);
+	errno = saved_errno;
+	return ret;
 }
 
 static int64_t now_ns(void)
@@ -227,7 +259,7 @@ static int64_t now_ns(void)
  * A signal handler that runs while we sleep ends the call with -EINTR
  * (never restarted, whatever SA_RESTART says, like epoll_wait(2)).
  */
-UEPOLL_API int uepoll_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms)
+static int wait_(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms)
 {
 	const struct uepoll_ops *ops;
 	int64_t deadline = 0;

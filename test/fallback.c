@@ -2,7 +2,8 @@
 /*
  * fallback: when io_uring_setup is refused (seccomp filter returning EPERM
  * or ENOSYS, as io_uring_disabled or an old kernel would), an explicit
- * uring backend fails with that errno, and auto picks epoll.  Runs in
+ * uring backend fails with that errno, and auto picks epoll (native where
+ * the kernel has EPOLL_USERPOLL: it does not need io_uring).  Runs in
  * forked children (the auto choice is cached per process).
  */
 #include <linux/filter.h>
@@ -40,8 +41,9 @@ static int child(int err)
 		FAIL("explicit uring under seccomp %s: not -%d", strerror(err), err);
 	if (uepoll_init(&u, 4, 0))
 		FAIL("auto init failed");
-	if (uepoll_backend(&u) != UEPOLL_BACKEND_EPOLL)
-		FAIL("auto picked %s, not epoll", uepoll_backend_name(&u));
+	if (uepoll_backend(&u) != (int)(t_native_feature() ? UEPOLL_BACKEND_NATIVE : UEPOLL_BACKEND_EPOLL))
+		FAIL("auto picked %s, not %s", uepoll_backend_name(&u),
+		     t_native_feature() ? "native" : "epoll");
 	CHECK_EQ(t_add(&u, fd, EPOLLIN | EPOLLET, 1), 0);
 	t_write(fd);
 	{

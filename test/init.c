@@ -61,6 +61,14 @@ int main(void)
 		CHECK_EQ(uepoll_backend(&u), UEPOLL_BACKEND_NATIVE);
 		uepoll_exit(&u);
 	}
+	/* auto: native first where the kernel has it */
+	unsetenv("UEPOLL_BACKEND");
+	CHECK_EQ(uepoll_init(&u, 4, 0), 0);
+	if (native)
+		CHECK_EQ(uepoll_backend(&u), UEPOLL_BACKEND_NATIVE);
+	else
+		CHECK(uepoll_backend(&u) != UEPOLL_BACKEND_NATIVE);
+	uepoll_exit(&u);
 
 	CHECK_EQ(count_fds(), fds0);
 	return 0;

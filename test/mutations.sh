@@ -1,13 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
 #
-# test/mutations.sh - prove the tests can fail.  Each mutation breaks one
-# rule in a scratch copy of the tree (never the work tree), rebuilds it
-# and runs the test that guards the rule on one backend: the test must
-# FAIL (exit 1 or a timeout).  `make check-mutations`.
+# test/mutations.sh [--guest] - prove the tests can fail.  Each mutation
+# breaks one rule in a scratch copy of the tree (never the work tree),
+# rebuilds it and runs the test that guards the rule on one backend: the
+# test must FAIL (exit 1 or a timeout).  `make check-mutations` runs the
+# uring and epoll ones on the host; the native ones need EPOLL_USERPOLL:
+# with --guest they are built static and run in one boot of the patched
+# kernel (vm/check), three tries each (`make vm-check` does this).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+mode=host
+[ "${1:-}" = --guest ] && mode=guest
 scratch=$(mktemp -d /tmp/uepoll-mut.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 
@@ -60,15 +65,44 @@ mutations=(
 			sqe = get_sqe(u, p);@@		if (0) {
 			sqe = get_sqe(u, p);@@no_zombie@@uring"
 "wake-up of a sleeping wait lost@@src/uring.c@@ret = ppoll(&pfd, 1,@@ret = ppoll(&pfd, 0,@@wait@@uring"
+"a zero spin budget still spins@@src/uepoll.c@@	if (!budget)
+		return 0;
+	STAT(u, spins, 1);@@	STAT(u, spins, 1);@@spin@@uring"
+"any spin budget accepted@@src/uepoll.c@@	if (spin > UEPOLL_SPIN_MAX)
+		return -EINVAL;@@@@spin@@epoll"
+"ESTALE taken for an error@@src/native.c@@			if (errno == ESTALE) {@@			if (0) {@@native@@native"
+"drained ring not released to the kernel (C6)@@src/include/uepoll.h@@	uepoll_head_release(h, head);				/* C6 */@@	(void)head;@@native@@native"
+"removal entries returned as events@@src/include/uepoll.h@@		if ((f & ~EPOLLREMOVED) == 0)
+			continue;@@		if (f == 0)
+			continue;@@del_final@@native"
+"fork: child keeps the dead mapping@@src/native.c@@		p->u->hdr = NULL;@@		(void)0;@@native@@native"
+"wrong magic accepted@@src/native.c@@	if (magic != EPOLL_USERPOLL_HEADER_MAGIC || max != n ||@@	if (max != n ||@@eproto@@native"
+"header kept when the index map fails@@src/native.c@@		err = -errno;
+		munmap(p->hmap, p->hlen);@@		err = -errno;@@eproto@@native"
+"errno of a failed wait leaks@@src/uepoll.c@@	int saved_errno = errno, ret = wait_(u, evs, max, timeout_ms);
+
+	errno = saved_errno;@@	int ret = wait_(u, evs, max, timeout_ms);
+@@wait@@epoll"
+"auto passes native by@@src/uepoll.c@@	if (__uepoll_native_ops.probe() == 0)@@	if (0)@@init@@native"
 )
 
-pass=0 fail=0
+pass=0 fail=0 idx=0 guest_skipped=0
+glib=$scratch/glib list=$scratch/list
+mkdir -p "$glib/test" "$glib/tools"
+: >"$list"
+declare -A gname
 for m in "${mutations[@]}"; do
 	name=${m%%@@*}; rest=${m#*@@}
 	file=${rest%%@@*}; rest=${rest#*@@}
 	old=${rest%%@@*}; rest=${rest#*@@}
 	new=${rest%%@@*}; rest=${rest#*@@}
 	test=${rest%%@@*}; be=${rest#*@@}
+	idx=$((idx + 1))
+	if [ "$mode" = host ] && [ "$be" = native ]; then
+		guest_skipped=$((guest_skipped + 1))
+		continue
+	fi
+	[ "$mode" = guest ] && [ "$be" != native ] && continue
 	rm -rf "$scratch/t" && mkdir -p "$scratch/t"
 	cp -r "$top/src" "$top/test" "$top/tools" "$top/Makefile" "$scratch/t/"
 	cp "$scratch/t/$file" "$scratch/orig"
@@ -76,6 +110,21 @@ for m in "${mutations[@]}"; do
 	if cmp -s "$scratch/orig" "$scratch/t/$file"; then
 		echo "BROKEN MUTATION (sed matched nothing): $name"
 		fail=$((fail + 1))
+		continue
+	fi
+	if [ "$mode" = guest ]; then
+		if ! make -s -C "$scratch/t" B=build STATIC=1 PROG_LDFLAGS=-static "build/test/$test" \
+			>"$scratch/log" 2>&1; then
+			echo "BROKEN MUTATION (does not build): $name"; tail -5 "$scratch/log"
+			fail=$((fail + 1))
+			continue
+		fi
+		cp "$scratch/t/build/test/$test" "$glib/test/m$idx-$test"
+		gname[$idx]="$name -> $test"
+		for try in 1 2 3; do
+			# no UEPOLL_BACKEND: auto must pick native in the guest
+			echo "60 @mut-$idx-$try lib/test/m$idx-$test" >>"$list"
+		done
 		continue
 	fi
 	if ! make -s -C "$scratch/t" B=build "build/test/$test" >"$scratch/log" 2>&1; then
@@ -99,5 +148,32 @@ for m in "${mutations[@]}"; do
 		pass=$((pass + 1))
 	fi
 done
-echo "mutations: $pass caught, $fail not caught"
+if [ "$mode" = guest ] && [ -s "$list" ]; then
+	# one boot for all: a mutant is caught when one of its tries fails
+	# (and is not skipped: the guest has the native backend)
+	"$top/vm/check" --no-builtin --lib "$glib" --list "$list" --quiet >"$scratch/vm.out" 2>&1
+	log=$(sed -n 's/^log: *//p' "$scratch/vm.out" | tail -n 1)
+	if [ -z "$log" ] || [ ! -f "$log" ]; then
+		echo "mutations: the guest run did not happen:"; tail -n 20 "$scratch/vm.out"
+		exit 1
+	fi
+	if [ -s "$(dirname "$log")/kernel-reports.txt" ]; then
+		echo "mutations: the kernel reported problems:"; head "$(dirname "$log")/kernel-reports.txt"
+		fail=$((fail + 1))
+	fi
+	for i in $(printf "%s\n" "${!gname[@]}" | sort -n); do
+		res=$(grep -a "^UEPOLL-GUEST-TEST: [A-Z]* mut-$i-" "$log" | awk '{ print $2 }' | sort | uniq -c | tr -s ' ' | tr '\n' ' ')
+		if grep -aq "^UEPOLL-GUEST-TEST: FAIL mut-$i-" "$log"; then
+			why=$(grep -a -m1 -E '^FAIL |timeout' "$(dirname "$log")/out/mut-$i-1.log" 2>/dev/null)
+			echo "caught: ${gname[$i]} (native, guest):${res:+ $res}${why:+: $why}"
+			pass=$((pass + 1))
+		else
+			echo "NOT CAUGHT: ${gname[$i]} on native in the guest: ${res:-not run}"
+			fail=$((fail + 1))
+		fi
+	done
+fi
+echo "mutations ($mode): $pass caught, $fail not caught"
+[ "$mode" = host ] && [ $guest_skipped -gt 0 ] &&
+	echo "($guest_skipped native mutations run in the guest: make vm-check)"
 [ $fail = 0 ]

@@ -71,9 +71,14 @@ int main(void)
 	CHECK_EQ(uepoll_ctl(&u, EPOLL_CTL_DEL, b, NULL), 0);
 	CHECK_EQ(uepoll_ctl(&u, EPOLL_CTL_DEL, b, NULL), -ENOENT);	/* the kernel's error */
 
-	/* timeout */
+	/* timeout; a drained ring (head released, C6) is empty to the
+	 * kernel: the wait sleeps, no ESTALE answer */
 	CHECK_EQ(uepoll_wait(&u, evs, 8, 0), 0);
+	CHECK_EQ(uepoll_get_stats(&u, &s0), 0);
 	CHECK_EQ(uepoll_wait(&u, evs, 8, 30), 0);
+	CHECK_EQ(uepoll_get_stats(&u, &s1), 0);
+	CHECK_EQ(s1.estale, s0.estale);
+	CHECK(s1.sleeps > s0.sleeps);
 
 	/* no spin: the wake-up is an ESTALE answer */
 	t_init(&v, 2);

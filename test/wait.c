@@ -91,10 +91,12 @@ int main(void)
 		hits = 0;
 		setitimer(ITIMER_REAL, &it, NULL);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
+		errno = 4321;
 		r = uepoll_wait(&u, evs, 4, 3000);
 		ms = ms_since(&t0);
 		if (r != -EINTR || hits != 1 || ms > 2000)
 			FAIL("SA_RESTART=%d: wait returned %d after %ld ms, %d signals", restart, r, ms, (int)hits);
+		CHECK_EQ(errno, 4321);	/* the error is the return value only */
 		/* and the instance keeps working */
 		t_write(wfd);
 		CHECK_EQ(uepoll_wait(&u, evs, 4, 1000), 1);

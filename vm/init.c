@@ -2,13 +2,16 @@
 /*
  * vm/init.c - PID 1 of the uepoll test guest (static, built by vm/check).
  *
- * Mounts proc, sysfs, devtmpfs and a tmpfs on /tmp, then runs the
- * programs listed in /tests/list, one line each:
+ * Mounts proc, sysfs, devtmpfs and a tmpfs on /tmp, brings the loopback
+ * interface up, then runs the programs listed in /tests/list, one line
+ * each:
  *
- *     TIMEOUT_SECONDS [@LABEL] NAME [ARG...]   (NAME relative to /tests)
+ *     TIMEOUT_SECONDS [@LABEL] [VAR=VALUE...] NAME [ARG...]
  *
- * (LABEL, default NAME, names the program in the output and in uepoll.only)
- * each in its own process group with a timeout (SIGKILL to the group).
+ * (NAME relative to /tests; LABEL, default NAME, names the program in the
+ * output and in uepoll.only; VAR=VALUE pairs are added to the program's
+ * environment) each in its own process group with a timeout (SIGKILL to
+ * the group), cwd /tmp.
  * Their output goes to the console untouched.  Per program it prints
  *
  *     UEPOLL-GUEST-TEST: PASS|FAIL|SKIP NAME (reason, seconds)
@@ -39,6 +42,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/io.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <net/if.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
@@ -48,6 +54,7 @@
 
 #define EXIT_PORT 0xf4
 #define MAX_ARGS 32
+#define MAX_ENV 16
 
 static volatile sig_atomic_t alarm_fired;
 static char cmdline[4096];
@@ -164,8 +171,30 @@ static __attribute__((noreturn)) void finish(int code)
 		pause();
 }
 
+/* lo up, for programs that talk TCP over 127.0.0.1 */
+static void loopback_up(void)
+{
+	struct ifreq ifr = { 0 };
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (s < 0) {
+		say("UEPOLL-GUEST: socket(AF_INET): %s (no loopback)\n", strerror(errno));
+		return;
+	}
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		if (ioctl(s, SIOCSIFFLAGS, &ifr) == 0) {
+			close(s);
+			return;
+		}
+	}
+	say("UEPOLL-GUEST: bringing lo up: %s\n", strerror(errno));
+	close(s);
+}
+
 /* Run one program; returns 0 pass, 1 fail, 2 skip, 3 unkillable. */
-static int run_one(const char *label, char **argv, int timeout)
+static int run_one(const char *label, char **argv, char **extra_env, int timeout)
 {
 	struct sigaction sa = { .sa_handler = on_alarm };
 	char path[512], why[160] = "";
@@ -181,9 +210,13 @@ static int run_one(const char *label, char **argv, int timeout)
 		return 1;
 	}
 	if (pid == 0) {
-		static char *envp[] = { "PATH=/tests:/bin:/sbin", "HOME=/tmp",
-					"TMPDIR=/tmp", "TERM=dumb", NULL };
+		char *envp[5 + MAX_ENV] = { "PATH=/tests:/bin:/sbin", "HOME=/tmp",
+					    "TMPDIR=/tmp", "TERM=dumb" };
+		int n = 4;
 
+		while (*extra_env && n < 4 + MAX_ENV)
+			envp[n++] = *extra_env++;
+		envp[n] = NULL;
 		setpgid(0, 0);
 		if (chdir("/tmp"))
 			_exit(126);
@@ -265,6 +298,7 @@ int main(void)
 	mnt("devtmpfs", "/dev", "devtmpfs");
 	mnt("tmpfs", "/tmp", "tmpfs");
 	setup_console();
+	loopback_up();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	fd = open("/proc/cmdline", O_RDONLY);
@@ -291,8 +325,8 @@ int main(void)
 		failed++;
 	}
 	while (list && fgets(line, sizeof(line), list)) {
-		char *argv[MAX_ARGS + 1], *tok, *save, *label = NULL;
-		int argc = 0, timeout;
+		char *argv[MAX_ARGS + 1], *env[MAX_ENV + 1], *tok, *save, *label = NULL;
+		int argc = 0, envc = 0, timeout;
 
 		line[strcspn(line, "\n")] = 0;
 		if (!line[0] || line[0] == '#')
@@ -302,19 +336,22 @@ int main(void)
 		if (timeout <= 0)
 			timeout = 300;
 		while ((tok = strtok_r(NULL, " \t", &save)) && argc < MAX_ARGS) {
-			if (!argc && !label && tok[0] == '@')
+			if (!argc && !envc && !label && tok[0] == '@')
 				label = tok + 1;
+			else if (!argc && strchr(tok, '=') && tok[0] != '=' && envc < MAX_ENV)
+				env[envc++] = tok;
 			else
 				argv[argc++] = tok;
 		}
 		argv[argc] = NULL;
+		env[envc] = NULL;
 		if (!argc)
 			continue;
 		if (!label)
 			label = argv[0];
 		if (!selected(label))
 			continue;
-		switch (run_one(label, argv, timeout * scale)) {
+		switch (run_one(label, argv, env, timeout * scale)) {
 		case 0: passed++; break;
 		case 1: failed++; break;
 		case 2: skipped++; break;

@@ -14,8 +14,8 @@
  * uepoll_<name>(3).
  *
  * fork(): a native instance is not usable in a child (the kernel does not
- * copy the mapping): there every call but uepoll_exit() fails with
- * -ECHILD; uepoll_exit() closes the child's fd only.  The parent's
+ * copy the mapping): there uepoll_ctl(), uepoll_harvest() and uepoll_wait()
+ * fail with -ECHILD; uepoll_exit() closes the child's fd only.  The parent's
  * instance is unaffected.
  *
  * Spin budget: before uepoll_wait() sleeps in the kernel it checks the
