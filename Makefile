@@ -152,8 +152,8 @@ check: check-host
 	else echo "vm-check: skipped (kernel/build or vm/check missing)"; fi
 	@echo "== make check: host summary (plain pass; $$(uname -r)) =="
 	@sed -n '/^== summary/,$$p' $(B)/check-plain.log | tail -n +2
-	@if [ "$(VM_CHECK)" != 0 ] && [ -f build/vm/results/latest-normal/lib-summary.txt ]; then \
-		sed -n '/^== summary/,$$p' build/vm/results/latest-normal/lib-summary.txt; fi
+	@if [ "$(VM_CHECK)" != 0 ] && [ -f build/vm/lib-summary-normal.txt ]; then \
+		sed -n '/^== summary/,$$p' build/vm/lib-summary-normal.txt; fi
 
 kernel:
 	kernel/build
