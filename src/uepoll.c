@@ -209,8 +209,15 @@ static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 	}
 	if (fd < 0)
 		return -EBADF;
-	if (u->backend != UEPOLL_BACKEND_EPOLL || flags_bad) {
-		/* the kernel checks fd and pollability before flags */
+	/*
+	 * The kernel checks fd and pollability before flags.  The native
+	 * kernel makes every check itself, in that order (EPOLLET and
+	 * EPOLLEXCLUSIVE included): one system call per ctl.  Plain epoll
+	 * makes all but the userpoll flag rules, so it needs the fstat only
+	 * for a bad flag; io_uring polls make none of them.
+	 */
+	if (u->backend == UEPOLL_BACKEND_URING ||
+	    (u->backend == UEPOLL_BACKEND_EPOLL && flags_bad)) {
 		struct stat st;
 
 		STAT_SYS(u);

@@ -83,6 +83,7 @@ mutations=(
 
 	errno = saved_errno;@@	int ret = wait_(u, evs, max, timeout_ms);
 @@wait@@epoll"
+"native ctl pays an fstat@@src/uepoll.c@@	if (u->backend == UEPOLL_BACKEND_URING ||@@	if (u->backend != UEPOLL_BACKEND_EPOLL ||@@native@@native"
 "auto passes native by@@src/uepoll.c@@	if (__uepoll_native_ops.probe() == 0)@@	if (0)@@init@@native"
 )
 
