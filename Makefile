@@ -49,7 +49,7 @@ endif
 
 .PHONY: all lib tests tools check check-host check-asan check-tsan check-valgrind check-mutations check-uapi \
 	deps run install uninstall clean kernel vm-check vm-check-debug man-check guest-progs \
-	check-mutations-guest
+	check-mutations-guest bench
 
 all: lib $(PCFILE) tools tests
 
@@ -179,6 +179,14 @@ HOST ?= 0
 run: all
 	@if [ "$(HOST)" = 1 ]; then scripts/run-table --host-only $(B); \
 	else $(MAKE) -s guest-progs && scripts/run-table $(B); fi
+
+# ---- benchmarks (doc/BENCH.md) ----------------------------------------------
+# the host set (uring, epoll) and the guest set (native, uring, epoll):
+# build/bench/{table.txt,results.csv,summary.md,*.png}.  BENCH_FLAGS:
+# --quick, --host-only, --guest-only, --report (redo the outputs from logs)
+BENCH_FLAGS ?=
+bench: all guest-progs
+	GUEST_B=$(GUEST_B) scripts/bench $(B) $(B)/bench $(BENCH_FLAGS)
 
 # src/include/uepoll/uapi.h against what kernel/patches add to eventpoll.h
 check-uapi:
