@@ -16,6 +16,13 @@
  *       increments delivered per second; harvested_per_s: events returned
  *       by uepoll_wait; syscalls_per_1000ev: the consumer's library system
  *       calls (uepoll_get_stats, ctl excluded) per 1000 harvested events.
+ *       The CPU split, what isolates the backend from the producers:
+ *       consumer_cpu_ns_per_event / _per_increment: the consumer thread's
+ *       CPU time (CLOCK_THREAD_CPUTIME_ID) per harvested event and per
+ *       delivered increment; consumer_cpu_share, producer_cpu_share: CPU
+ *       time / wall time (in CPUs; producers summed, each thread's clock
+ *       from pthread_getcpuclockid); producer_cpu_ns_per_increment.  The
+ *       threads are named sat-consumer and sat-producer (for perf).
  *   uepoll-bench lat    [common] [-n ROUNDS] [-m sleep|busy] [-S SPIN,SPIN,...]
  *       two threads bounce an event through two eventfds, each on its own
  *       instance; round-trip p50/p99/p99.9 in us.  sleep: uepoll_wait(-1)
@@ -56,6 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -65,7 +73,7 @@
 
 #define MAXB	4	/* backends */
 #define MAXP	8	/* parameter values per scenario */
-#define MAXM	8	/* metrics per run */
+#define MAXM	10	/* metrics per run */
 #define MAXR	50	/* repeats */
 #define MAXT	64	/* producer threads */
 
@@ -152,12 +160,18 @@ static int64_t now_ns(void)
 	return mono_ns();
 }
 
-static int64_t thread_cpu_ns(void)
+static int64_t clock_ns(clockid_t c)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	if (clock_gettime(c, &ts))
+		return 0;
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t thread_cpu_ns(void)
+{
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static void *xcalloc(size_t n, size_t sz)
@@ -466,6 +480,8 @@ static int run_sat(const char *be, int p, double *out)
 	struct sat s = { .stop = 0 };
 	struct sat_arg args[MAXT];
 	pthread_t th[MAXT];
+	clockid_t pclk[MAXT];
+	int64_t c0, c1, pc0 = 0, pc1 = 0;
 	struct uepoll u;
 	struct uepoll_stats s0, s1;
 	struct epoll_event evs[256];
@@ -496,8 +512,17 @@ static int run_sat(const char *be, int p, double *out)
 			goto stop;
 		}
 		nthr++;
+		pthread_setname_np(th[k], "sat-producer");
+		if (pthread_getcpuclockid(th[k], &pclk[k])) {
+			fprintf(stderr, "pthread_getcpuclockid failed\n");
+			goto stop;
+		}
 	}
+	prctl(PR_SET_NAME, "sat-consumer", 0, 0, 0);
 	uepoll_get_stats(&u, &s0);
+	for (int k = 0; k < T; k++)
+		pc0 += clock_ns(pclk[k]);
+	c0 = thread_cpu_ns();
 	t0 = now_ns();
 	end = t0 + (int64_t)(sat_secs * 1e9);
 	for (;;) {
@@ -519,15 +544,24 @@ static int run_sat(const char *be, int p, double *out)
 		if (t1 >= end)
 			break;
 	}
+	c1 = thread_cpu_ns();
+	for (int k = 0; k < T; k++)
+		pc1 += clock_ns(pclk[k]);
 	uepoll_get_stats(&u, &s1);
 	{
-		double secs = (double)(t1 - t0) / 1e9;
+		double secs = (double)(t1 - t0) / 1e9, wall = (double)(t1 - t0);
 		uint64_t sys = (s1.syscalls - s1.ctl_syscalls) - (s0.syscalls - s0.ctl_syscalls);
+		double ccpu = (double)(c1 - c0), pcpu = (double)(pc1 - pc0);
 
 		out[0] = (double)sum / secs;
 		out[1] = (double)nev / secs;
 		out[2] = nev ? 1000.0 * (double)sys / (double)nev : 0;
 		out[3] = nev ? (double)sum / (double)nev : 0;
+		out[4] = nev ? ccpu / (double)nev : 0;
+		out[5] = sum ? ccpu / (double)sum : 0;
+		out[6] = ccpu / wall;
+		out[7] = pcpu / wall;
+		out[8] = sum ? pcpu / (double)sum : 0;
 	}
 	ret = 0;
 stop:
@@ -535,6 +569,7 @@ stop:
 	for (int k = 0; k < nthr; k++)
 		pthread_join(th[k], NULL);
 out:
+	prctl(PR_SET_NAME, "uepoll-bench", 0, 0, 0);
 	uepoll_exit(&u);
 	for (int k = 0; k < T; k++)
 		if (s.efd[k] >= 0)
@@ -1237,11 +1272,19 @@ int main(int argc, char **argv)
 		bn.np = parse_list(tlist, sat_T, MAXP, 1, MAXT);
 		for (int p = 0; p < bn.np; p++)
 			snprintf(bn.params[p], sizeof(bn.params[p]), "T=%ld", sat_T[p]);
-		bn.nm = 4;
+		bn.nm = 9;
 		bn.metric[0] = "events_per_s";
 		bn.metric[1] = "harvested_per_s";
 		bn.metric[2] = "syscalls_per_1000ev";
 		bn.metric[3] = "increments_per_event";
+		bn.metric[4] = "consumer_cpu_ns_per_event";
+		bn.metric[5] = "consumer_cpu_ns_per_increment";
+		bn.metric[6] = "consumer_cpu_share";
+		bn.metric[7] = "producer_cpu_share";
+		bn.metric[8] = "producer_cpu_ns_per_increment";
+		if (use_tsc)
+			fprintf(stderr, "# sat: coarse clock: the CPU times are charged in whole ticks "
+					"(read them over long runs only)\n");
 		fn = run_sat;
 	} else if (!strcmp(sc, "lat")) {
 		bn.np = slist ? parse_list(slist, lat_spin, MAXP, 0, UEPOLL_SPIN_MAX) : 1;
