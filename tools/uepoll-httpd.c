@@ -82,6 +82,31 @@ static struct conn *conn_of(int fd)
 }
 
 /*
+ * The listener's next connection, with its slot in the connection table:
+ * its fd, or -1 once the backlog is empty (an error is counted).
+ */
+static int accept_next(int lfd)
+{
+	for (;;) {
+		int cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (cfd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN) {
+				perror("accept4");
+				errors++;
+			}
+			return -1;
+		}
+		if (conn_of(cfd))
+			return cfd;
+		errors++;
+		close(cfd);
+	}
+}
+
+/*
  * Read what is there (until EAGAIN when `drain`, else one read).
  * 1: request complete and answered (close now); 0: need more;
  * -1: error or EOF before the request (close now).
@@ -192,23 +217,11 @@ static int run_lib(unsigned bflags, long spin, int lfd)
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.u64 == LISTENER) {
 				for (;;) {
-					int cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+					int cfd = accept_next(lfd);
 					struct epoll_event cev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET };
 
-					if (cfd < 0) {
-						if (errno == EINTR || errno == ECONNABORTED)
-							continue;
-						if (errno != EAGAIN) {
-							perror("accept4");
-							errors++;
-						}
+					if (cfd < 0)
 						break;
-					}
-					if (!conn_of(cfd)) {
-						errors++;
-						close(cfd);
-						continue;
-					}
 					cev.data.fd = cfd;
 					r = uepoll_ctl(&u, EPOLL_CTL_ADD, cfd, &cev);
 					if (r < 0) {
@@ -263,23 +276,11 @@ static int run_plain(int lfd)
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.u64 == LISTENER) {
 				for (;;) {
-					int cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+					int cfd = accept_next(lfd);
 					struct epoll_event cev = { .events = EPOLLIN | EPOLLRDHUP };
 
-					if (cfd < 0) {
-						if (errno == EINTR || errno == ECONNABORTED)
-							continue;
-						if (errno != EAGAIN) {
-							perror("accept4");
-							errors++;
-						}
+					if (cfd < 0)
 						break;
-					}
-					if (!conn_of(cfd)) {
-						errors++;
-						close(cfd);
-						continue;
-					}
 					cev.data.fd = cfd;
 					ctls++;
 					if (epoll_ctl(epfd, EPOLL_CTL_ADD, cfd, &cev) < 0) {
