@@ -185,7 +185,9 @@ run: all
 # build/bench/{table.txt,results.csv,summary.md,*.png}.  BENCH_FLAGS:
 # --quick, --host-only, --guest-only, --report (redo the outputs from logs)
 BENCH_FLAGS ?=
-bench: all guest-progs
+bench:
+	@scripts/deps --bench
+	$(MAKE) all guest-progs
 	GUEST_B=$(GUEST_B) scripts/bench $(B) $(B)/bench $(BENCH_FLAGS)
 
 # src/include/uepoll/uapi.h against what kernel/patches add to eventpoll.h
