@@ -13,7 +13,8 @@
  *
  * Harvest: the consumer of doc/PROTOCOL.md section 5, inline in
  * uepoll_harvest() (uepoll.h), no system call.  Wait: harvest, spin a
- * little on the tail (u->spin checks, uepoll_set_spin(3)), then epoll_wait(fd, NULL, 0, t): ESTALE means "harvest again".
+ * little on the tail (u->spin checks, uepoll_set_spin(3)), then
+ * epoll_wait(fd, NULL, 0, t): ESTALE means "harvest again".
  * ctl: epoll_ctl() on the uepoll fd, the kernel's errors are the errors.
  *
  * fork(): the kernel maps the rings VM_DONTCOPY, so a child has no
