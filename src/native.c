@@ -12,9 +12,10 @@
  * lengths and max_items_nr checked (-EPROTO on a mismatch, nothing kept).
  *
  * Harvest: the consumer of doc/PROTOCOL.md section 5, inline in
- * uepoll_harvest() (uepoll.h), no system call.  Wait: harvest, spin a
- * little on the tail (u->spin checks, uepoll_set_spin(3)), then
- * epoll_wait(fd, NULL, 0, t): ESTALE means "harvest again".
+ * uepoll_harvest() (uepoll.h), no system call.  Wait: the generic loop
+ * of uepoll.c: harvest, spin on the tail (native_ready, u->spin checks,
+ * uepoll_set_spin(3)), then native_sleep: epoll_wait(fd, NULL, 0, t),
+ * whose ESTALE means "harvest again".
  * ctl: epoll_ctl() on the uepoll fd, the kernel's errors are the errors.
  *
  * fork(): the kernel maps the rings VM_DONTCOPY, so a child has no
@@ -31,7 +32,6 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 #include "internal.h"
 
@@ -248,6 +248,7 @@ static int native_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 	return p->forked ? -ECHILD : -EINVAL;
 }
 
+/* sleep until the ring has entries (ESTALE: 0, harvest again) or timeout */
 static int native_sleep(struct uepoll *u, int timeout_ms)
 {
 	struct native_priv *p = u->priv;
@@ -265,67 +266,10 @@ static int native_sleep(struct uepoll *u, int timeout_ms)
 	return 0;
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* the spin test: a new tail means entries (C1 pairs with K3) */
 static int native_ready(struct uepoll *u)
 {
 	return uepoll_tail_acquire(u->hdr) != u->head;
-}
-
-/*
- * Harvest; if empty, spin on the tail a little, then sleep in
- * epoll_wait(fd, NULL, 0, t): ESTALE = the ring has entries, harvest
- * again; a harvest that finds only removed entries sleeps again for the
- * rest of the timeout.  0 on timeout, -EINTR on a signal.
- */
-static int native_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms)
-{
-	struct native_priv *p = u->priv;
-	int64_t deadline = 0;
-	int ret;
-
-	if (p->forked)
-		return -ECHILD;
-	if (timeout_ms > 0)
-		deadline = now_ns() + (int64_t)timeout_ms * 1000000;
-	for (;;) {
-		int64_t left = -1;
-
-		ret = uepoll_harvest(u, evs, max);
-		if (ret != 0 || timeout_ms == 0)
-			return ret;
-		if (__uepoll_spin(u, native_ready))
-			continue;
-		if (timeout_ms > 0) {
-			left = deadline - now_ns();
-			if (left <= 0)
-				return 0;
-		}
-		STAT(u, sleeps, 1);
-		STAT_SYS(u);
-		ret = epoll_wait(u->fd, NULL, 0,
-				 left < 0 ? -1 : (int)((left + 999999) / 1000000));
-		if (ret < 0) {
-			if (errno == ESTALE) {
-				STAT(u, estale, 1);
-				continue;
-			}
-			return -errno;	/* -EINTR on a signal */
-		}
-		/* 0: timed out (a wake-up without entries answers ESTALE) */
-		if (timeout_ms > 0 && deadline - now_ns() <= 0)
-			return 0;
-		if (timeout_ms > 0)
-			continue;
-		/* infinite timeout and 0: harvest again, sleep again */
-	}
 }
 
 const struct uepoll_ops __uepoll_native_ops = {
@@ -338,5 +282,4 @@ const struct uepoll_ops __uepoll_native_ops = {
 	.harvest = native_harvest,
 	.sleep = native_sleep,
 	.ready = native_ready,
-	.wait = native_wait,
 };

@@ -70,7 +70,7 @@ mutations=(
 	STAT(u, spins, 1);@@	STAT(u, spins, 1);@@spin@@uring"
 "any spin budget accepted@@src/uepoll.c@@	if (spin > UEPOLL_SPIN_MAX)
 		return -EINVAL;@@@@spin@@epoll"
-"ESTALE taken for an error@@src/native.c@@			if (errno == ESTALE) {@@			if (0) {@@native@@native"
+"ESTALE taken for an error@@src/native.c@@		if (errno == ESTALE) {@@		if (0) {@@native@@native"
 "drained ring not released to the kernel (C6)@@src/include/uepoll.h@@	uepoll_head_release(h, head);				/* C6 */@@	(void)head;@@native@@native"
 "removal entries returned as events@@src/include/uepoll.h@@		if ((f & ~EPOLLREMOVED) == 0)
 			continue;@@		if (f == 0)
