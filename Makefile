@@ -49,9 +49,21 @@ endif
 
 .PHONY: all lib tests tools check check-host check-asan check-tsan check-valgrind check-mutations check-uapi \
 	deps run install uninstall clean kernel vm-check vm-check-debug man-check guest-progs \
-	check-mutations-guest bench
+	check-mutations-guest bench check-scripts check-fresh
 
 all: lib $(PCFILE) tools tests
+
+# ---- Debian packages, before anything is compiled ---------------------------
+# scripts/deps GROUP...: root installs what is missing (apt-get update
+# first), others get the list and the command, and the build stops there.
+# The groups come from the target the user typed (target-specific
+# variables reach the prerequisites): `make` needs "build", `make check`
+# adds "check" and the guest's, `make run` the guest's (kernel, QEMU).
+# Nothing missing: one dpkg-query, a few ms.
+DEPS_GROUPS = build
+deps:
+	@scripts/deps $(DEPS_GROUPS)
+$(LIB_OBJS) $(TESTS) $(TOOLS) $(PCFILE): | deps
 
 lib: $(ALIB) $(SOLIB) $(B)/lib/libuepoll.so
 
@@ -100,17 +112,14 @@ $(B)/tools/%: tools/%.c $(LINK_DEP) src/include/uepoll.h
 # The library's tests and tools linked fully static, for the guest's
 # initramfs (vm/check --lib build/guest).
 GUEST_B := build/guest
-guest-progs:
+guest-progs: | deps
 	$(MAKE) B=$(GUEST_B) STATIC=1 PROG_LDFLAGS=-static tests tools
 
 # ---- tests ---------------------------------------------------------------
-# Debian packages first (root installs them, others get a list).
-deps:
-	@scripts/deps
-
 # The host suite: sanitizer and valgrind passes first, the plain pass last
 # so that the output ends with its summary lines.
 check-host: deps
+	@test/scripts/run
 	$(MAKE) all
 	$(MAKE) man-check
 	@scripts/check-uapi
@@ -121,6 +130,17 @@ check-host: deps
 	$(MAKE) all
 	@test/runner.sh --label plain $(B) > $(B)/check-plain.log 2>&1; rc=$$?; \
 		cat $(B)/check-plain.log; exit $$rc
+
+# A new user's first hour: a fresh clone, an empty cache, `make run` then
+# `make check` under another make, timed (about 25 minutes; see README).
+# FRESH_FLAGS: --purge (remove the project's packages first), --direct, --keep
+FRESH_FLAGS ?=
+check-fresh:
+	@scripts/fresh-machine $(FRESH_FLAGS)
+
+# the build scripts' own tests (kernel/build's first extraction, scripts/deps)
+check-scripts:
+	@test/scripts/run
 
 check-asan:
 	$(MAKE) B=build/asan STATIC=1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" tests tools
@@ -145,10 +165,12 @@ check-mutations:
 # exist; 0 = never; 1 = always (fail if missing).
 VM_CHECK ?=
 
+check-host: DEPS_GROUPS = build check
+check: DEPS_GROUPS = build check $(if $(filter 0,$(VM_CHECK)),,guest)
 check: check-host
 	@if [ "$(VM_CHECK)" = 0 ]; then echo "vm-check: skipped (VM_CHECK=0)"; \
 	elif [ -x kernel/build ] && [ -x vm/check ] || [ "$(VM_CHECK)" = 1 ]; then \
-		$(MAKE) vm-check; \
+		$(MAKE) vm-check || { scripts/last-failure "make check" guest; exit 1; }; \
 	else echo "vm-check: skipped (kernel/build or vm/check missing)"; fi
 	@echo "== make check: host summary (plain pass; $$(uname -r)) =="
 	@sed -n '/^== summary/,$$p' $(B)/check-plain.log | tail -n +2
@@ -156,10 +178,11 @@ check: check-host
 		sed -n '/^== summary/,$$p' build/vm/lib-summary-normal.txt; fi
 
 kernel:
-	kernel/build
+	@kernel/build
 
 # the guest: raw ABI tests, upstream selftest, the library suite on
 # native, uring and epoll (static builds of tests and tools)
+vm-check: DEPS_GROUPS = build guest
 vm-check: guest-progs
 	vm/check --lib $(GUEST_B)
 	test/mutations.sh --guest
@@ -168,6 +191,7 @@ vm-check: guest-progs
 check-mutations-guest:
 	test/mutations.sh --guest
 
+vm-check-debug: DEPS_GROUPS = build guest
 vm-check-debug: guest-progs
 	vm/check --debug --lib $(GUEST_B)
 
@@ -176,6 +200,7 @@ vm-check-debug: guest-progs
 # HOST=1: the host only.  Sizes: RUN_THREADS, RUN_ITERS, RUN_GUEST_THREADS,
 # RUN_GUEST_ITERS, RUN_REPEATS (scripts/run-table).
 HOST ?= 0
+run: DEPS_GROUPS = build $(if $(filter 1,$(HOST)),,guest)
 run: all
 	@if [ "$(HOST)" = 1 ]; then scripts/run-table --host-only $(B); \
 	else $(MAKE) -s guest-progs && scripts/run-table $(B); fi
@@ -185,8 +210,8 @@ run: all
 # build/bench/{table.txt,results.csv,summary.md,*.png}.  BENCH_FLAGS:
 # --quick, --host-only, --guest-only, --report (redo the outputs from logs)
 BENCH_FLAGS ?=
-bench:
-	@scripts/deps --bench
+bench: DEPS_GROUPS = build guest bench
+bench: deps
 	$(MAKE) all guest-progs
 	GUEST_B=$(GUEST_B) scripts/bench $(B) $(B)/bench $(BENCH_FLAGS)
 

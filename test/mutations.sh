@@ -10,13 +10,15 @@
 # kernel (vm/check), three tries each (`make vm-check` does this).
 set -uo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
+. "$top/scripts/env.sh"
 mode=host
 [ "${1:-}" = --guest ] && mode=guest
 scratch=$(mktemp -d /tmp/uepoll-mut.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 
 # name @@ file @@ literal text @@ replacement @@ test @@ backend
+# (backend "script": test is test/scripts/TEST.sh, run once, must exit 1)
 mutations=(
 "no generation check@@src/uring.c@@sl->fd < 0 || sl->gen != g@@sl->fd < 0 || (sl->gen != g && 0)@@del_final@@uring"
 "no coalescing@@src/uring.c@@if (m && sl->stamp == batch)@@if (0)@@coalesce@@uring"
@@ -85,6 +87,9 @@ mutations=(
 @@wait@@epoll"
 "native ctl pays an fstat@@src/uepoll.c@@	if (u->backend == UEPOLL_BACKEND_URING ||@@	if (u->backend != UEPOLL_BACKEND_EPOLL ||@@native@@native"
 "auto passes native by@@src/uepoll.c@@	if (__uepoll_native_ops.probe() == 0)@@	if (0)@@init@@native"
+"kernel/build keeps the caller's environment@@kernel/build@@. "$root/scripts/env.sh"@@uepoll_git_private() { git "$@"; }@@kernel-first-extract@@script"
+"a refused tarball leaves its tree in the cache@@kernel/build@@	if [ "$got" != "$base" ]; then
+		rm -rf "$cache/.extract"@@	if [ "$got" != "$base" ]; then@@kernel-first-extract@@script"
 )
 
 pass=0 fail=0 idx=0 guest_skipped=0
@@ -105,7 +110,7 @@ for m in "${mutations[@]}"; do
 	fi
 	[ "$mode" = guest ] && [ "$be" != native ] && continue
 	rm -rf "$scratch/t" && mkdir -p "$scratch/t"
-	cp -r "$top/src" "$top/test" "$top/tools" "$top/Makefile" "$scratch/t/"
+	cp -r "$top/src" "$top/test" "$top/tools" "$top/Makefile" "$top/kernel" "$top/scripts" "$scratch/t/"
 	cp "$scratch/t/$file" "$scratch/orig"
 	OLD=$old NEW=$new perl -0pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/' "$scratch/t/$file"
 	if cmp -s "$scratch/orig" "$scratch/t/$file"; then
@@ -126,6 +131,19 @@ for m in "${mutations[@]}"; do
 			# no UEPOLL_BACKEND: auto must pick native in the guest
 			echo "60 @mut-$idx-$try lib/test/m$idx-$test" >>"$list"
 		done
+		continue
+	fi
+	# the build scripts' tests (test/scripts/): no backend, no build
+	if [ "$be" = script ]; then
+		"$scratch/t/test/scripts/$test.sh" >"$scratch/out" 2>&1 </dev/null
+		rc=$?
+		if [ $rc = 1 ]; then
+			echo "caught: $name -> $test exit 1: $(grep -m1 '^FAIL' "$scratch/out")"
+			pass=$((pass + 1))
+		else
+			echo "NOT CAUGHT: $name: $test exit $rc"
+			fail=$((fail + 1))
+		fi
 		continue
 	fi
 	if ! make -s -C "$scratch/t" B=build "build/test/$test" >"$scratch/log" 2>&1; then

@@ -11,6 +11,7 @@
 # Ends with one line per backend, `<backend>: N passed, N failed, N skipped`,
 # and `N passed, N failed, N skipped`.  Exit 1 if anything failed.
 set -uo pipefail
+. "$(dirname -- "$0")/../scripts/env.sh"
 
 label=plain timeout_s=60 wrapper="" only_threaded=0
 while [ $# -gt 1 ]; do
