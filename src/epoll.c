@@ -128,20 +128,13 @@ static int ep_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 	return ep_wait(u, evs, max, 0);
 }
 
-static int ep_sleep(struct uepoll *u, int timeout_ms)
-{
-	(void)u; (void)timeout_ms;
-	return -ENOSYS;	/* unused: ep_wait does it all */
-}
-
 const struct uepoll_ops __uepoll_epoll_ops = {
 	.name = "epoll",
-	.id = UEPOLL_BACKEND_EPOLL,
+	.checks = UEPOLL_CHECKS_EPOLL,
 	.probe = ep_probe,
 	.init = ep_init,
 	.exit = ep_exit,
 	.ctl = ep_ctl,
 	.harvest = ep_harvest,
-	.sleep = ep_sleep,
 	.wait = ep_wait,
 };

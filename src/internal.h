@@ -16,16 +16,28 @@
 
 #define __hidden __attribute__((visibility("hidden")))
 
+/* what the backend's kernel call checks of epoll_ctl(2)'s rules */
+enum uepoll_checks {
+	UEPOLL_CHECKS_NONE,	/* nothing (io_uring polls): the library checks all */
+	UEPOLL_CHECKS_EPOLL,	/* epoll's (EBADF, EPERM, EINVAL), not EPOLLET/EPOLLEXCLUSIVE */
+	UEPOLL_CHECKS_ALL,	/* all, in epoll's order (EPOLL_USERPOLL): one system call */
+};
+
+/*
+ * A backend.  The registry in uepoll.c lists them; nothing else in the
+ * library names one.  Optional operations are NULL.
+ */
 struct uepoll_ops {
-	const char *name;
-	int id;				/* UEPOLL_BACKEND_* */
+	const char *name;		/* what UEPOLL_BACKEND and the tools say */
+	enum uepoll_checks checks;	/* ctl argument checks made by the kernel */
 	/* 0 if usable in this process, else -errno (the error init would give) */
 	int (*probe)(void);
 	int (*init)(struct uepoll *u, unsigned n, unsigned flags);
 	void (*exit)(struct uepoll *u);
 	int (*ctl)(struct uepoll *u, int op, int fd, struct epoll_event *ev);
 	int (*harvest)(struct uepoll *u, struct epoll_event *evs, int max);
-	/* sleep until something may be ready or timeout; 0 woke/timeout, -errno */
+	/* sleep until something may be ready or timeout; 0 woke/timeout,
+	 * -errno.  Optional when wait is set. */
 	int (*sleep)(struct uepoll *u, int timeout_ms);
 	/* optional: may the ring have something to harvest?  No system call;
 	 * what uepoll_wait() spins on.  NULL: the backend cannot spin (epoll) */

@@ -274,7 +274,7 @@ static int native_ready(struct uepoll *u)
 
 const struct uepoll_ops __uepoll_native_ops = {
 	.name = "native",
-	.id = UEPOLL_BACKEND_NATIVE,
+	.checks = UEPOLL_CHECKS_ALL,
 	.probe = native_probe,
 	.init = native_init,
 	.exit = native_exit,

@@ -15,31 +15,105 @@
 #include <unistd.h>
 #include "internal.h"
 
-static const struct uepoll_ops *const backends[4] = {
-	[UEPOLL_BACKEND_NATIVE >> UEPOLL_BACKEND_SHIFT] = &__uepoll_native_ops,
-	[UEPOLL_BACKEND_URING >> UEPOLL_BACKEND_SHIFT] = &__uepoll_uring_ops,
-	[UEPOLL_BACKEND_EPOLL >> UEPOLL_BACKEND_SHIFT] = &__uepoll_epoll_ops,
+/*
+ * The backend registry: the only place that lists the backends.  The
+ * order is the automatic choice's (the first whose probe succeeds), and
+ * position i is backend value (i + 1) << UEPOLL_BACKEND_SHIFT.
+ */
+static const struct uepoll_ops *const registry[] = {
+	&__uepoll_native_ops,
+	&__uepoll_uring_ops,
+	&__uepoll_epoll_ops,
 };
+#define NBACKENDS	((unsigned)(sizeof(registry) / sizeof(registry[0])))
 
+_Static_assert(NBACKENDS <= UEPOLL_BACKEND_MASK >> UEPOLL_BACKEND_SHIFT,
+	       "the backend field of the flags is too narrow");
+
+/* the ops of backend value b, NULL for auto or a value no backend has */
+static const struct uepoll_ops *ops_lookup(unsigned b)
+{
+	unsigned i = (b & UEPOLL_BACKEND_MASK) >> UEPOLL_BACKEND_SHIFT;
+
+	return i >= 1 && i <= NBACKENDS ? registry[i - 1] : NULL;
+}
+
+static unsigned backend_value(unsigned i)
+{
+	return (i + 1) << UEPOLL_BACKEND_SHIFT;
+}
+
+/* a live instance's ops: its backend was checked by init */
 static const struct uepoll_ops *ops_of(int backend)
 {
-	return backends[((unsigned)backend & UEPOLL_BACKEND_MASK) >> UEPOLL_BACKEND_SHIFT];
+	return ops_lookup((unsigned)backend);
 }
 
 __thread int __uepoll_in_ctl;
 
-/* The automatic choice, probed once per process: native > uring > epoll. */
+/* The automatic choice, probed once per process: the registry's order. */
 static pthread_once_t auto_once = PTHREAD_ONCE_INIT;
-static int auto_backend;
+static unsigned auto_backend;
 
 static void auto_probe(void)
 {
-	if (__uepoll_native_ops.probe() == 0)
-		auto_backend = UEPOLL_BACKEND_NATIVE;
-	else if (__uepoll_uring_ops.probe() == 0)
-		auto_backend = UEPOLL_BACKEND_URING;
-	else
-		auto_backend = UEPOLL_BACKEND_EPOLL;
+	unsigned i;
+
+	/* the last backend is the fallback that needs nothing (epoll) */
+	for (i = 0; i + 1 < NBACKENDS; i++)
+		if (registry[i]->probe() == 0)
+			break;
+	auto_backend = backend_value(i);
+}
+
+UEPOLL_API int uepoll_backend_list(unsigned *backends, int max)
+{
+	unsigned i;
+
+	if (max < 0 || (max > 0 && !backends))
+		return -EINVAL;
+	for (i = 0; i < NBACKENDS && i < (unsigned)max; i++)
+		backends[i] = backend_value(i);
+	return (int)NBACKENDS;
+}
+
+UEPOLL_API int uepoll_backend_lookup(const char *name)
+{
+	unsigned i;
+
+	if (!name)
+		return -EINVAL;
+	if (!strcmp(name, "auto"))
+		return (int)UEPOLL_BACKEND_AUTO;
+	for (i = 0; i < NBACKENDS; i++)
+		if (!strcmp(name, registry[i]->name))
+			return (int)backend_value(i);
+	return -EINVAL;
+}
+
+UEPOLL_API const char *uepoll_backend_str(unsigned backend)
+{
+	const struct uepoll_ops *ops;
+
+	if (backend == UEPOLL_BACKEND_AUTO)
+		return "auto";
+	if (backend & ~UEPOLL_BACKEND_MASK)
+		return NULL;
+	ops = ops_lookup(backend);
+	return ops ? ops->name : NULL;
+}
+
+UEPOLL_API int uepoll_backend_probe(unsigned backend)
+{
+	int saved_errno = errno, ret = -EINVAL;
+	const struct uepoll_ops *ops = NULL;
+
+	if (!(backend & ~UEPOLL_BACKEND_MASK))
+		ops = ops_lookup(backend);
+	if (ops)
+		ret = ops->probe();
+	errno = saved_errno;
+	return ret;
 }
 
 /* 0 live, -EBADF destroyed, -EINVAL NULL or never initialised */
@@ -55,17 +129,14 @@ static inline int check_live(const struct uepoll *u)
 static int env_backend(unsigned *flags)
 {
 	const char *e = getenv("UEPOLL_BACKEND");
+	int b;
 
-	if (!e || !*e || !strcmp(e, "auto"))
+	if (!e || !*e)
 		return 0;
-	if (!strcmp(e, "native"))
-		*flags |= UEPOLL_BACKEND_NATIVE;
-	else if (!strcmp(e, "uring"))
-		*flags |= UEPOLL_BACKEND_URING;
-	else if (!strcmp(e, "epoll"))
-		*flags |= UEPOLL_BACKEND_EPOLL;
-	else
+	b = uepoll_backend_lookup(e);
+	if (b < 0)
 		return -EINVAL;
+	*flags |= (unsigned)b;
 	return 0;
 }
 
@@ -154,9 +225,11 @@ static int init(struct uepoll *u, unsigned n, unsigned flags)
 		return ret;
 	if ((flags & UEPOLL_BACKEND_MASK) == UEPOLL_BACKEND_AUTO) {
 		pthread_once(&auto_once, auto_probe);
-		flags |= (unsigned)auto_backend;
+		flags |= auto_backend;
 	}
-	ops = ops_of((int)flags);
+	ops = ops_lookup(flags);
+	if (!ops)
+		return -EINVAL;		/* a backend value this build lacks */
 	u->backend = (int)(flags & UEPOLL_BACKEND_MASK);
 	u->flags = flags;
 	u->n = n;
@@ -210,14 +283,13 @@ static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 	if (fd < 0)
 		return -EBADF;
 	/*
-	 * The kernel checks fd and pollability before flags.  The native
-	 * kernel makes every check itself, in that order (EPOLLET and
-	 * EPOLLEXCLUSIVE included): one system call per ctl.  Plain epoll
-	 * makes all but the userpoll flag rules, so it needs the fstat only
-	 * for a bad flag; io_uring polls make none of them.
+	 * The kernel checks fd and pollability before flags; the backend's
+	 * checks say how much of that its kernel call does (struct
+	 * uepoll_ops): the library repeats the rest, in the kernel's order,
+	 * with one fstat.
 	 */
-	if (u->backend == UEPOLL_BACKEND_URING ||
-	    (u->backend == UEPOLL_BACKEND_EPOLL && flags_bad)) {
+	if (ops->checks == UEPOLL_CHECKS_NONE ||
+	    (ops->checks == UEPOLL_CHECKS_EPOLL && flags_bad)) {
 		struct stat st;
 
 		STAT_SYS(u);

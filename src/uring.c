@@ -538,7 +538,7 @@ static int uring_sleep(struct uepoll *u, int timeout_ms)
 
 const struct uepoll_ops __uepoll_uring_ops = {
 	.name = "uring",
-	.id = UEPOLL_BACKEND_URING,
+	.checks = UEPOLL_CHECKS_NONE,
 	.probe = uring_probe,
 	.init = uring_init,
 	.exit = uring_exit,

@@ -96,7 +96,8 @@ int main(void)
 	struct uepoll u;
 
 	if (!t_native_feature() ||
-	    (getenv("UEPOLL_BACKEND") && strcmp(getenv("UEPOLL_BACKEND"), "native")))
+	    (getenv("UEPOLL_BACKEND") &&
+	     uepoll_backend_lookup(getenv("UEPOLL_BACKEND")) != (int)UEPOLL_BACKEND_NATIVE))
 		SKIP("native backend only (this run: %s%s)", getenv("UEPOLL_BACKEND") ?: "auto",
 		     t_native_feature() ? "" : ", the kernel has no EPOLL_USERPOLL");
 

@@ -43,7 +43,8 @@ static int child(int err)
 		FAIL("auto init failed");
 	if (uepoll_backend(&u) != (int)(t_native_feature() ? UEPOLL_BACKEND_NATIVE : UEPOLL_BACKEND_EPOLL))
 		FAIL("auto picked %s, not %s", uepoll_backend_name(&u),
-		     t_native_feature() ? "native" : "epoll");
+		     uepoll_backend_str(t_native_feature() ? UEPOLL_BACKEND_NATIVE
+							    : UEPOLL_BACKEND_EPOLL));
 	CHECK_EQ(t_add(&u, fd, EPOLLIN | EPOLLET, 1), 0);
 	t_write(fd);
 	{
@@ -53,7 +54,7 @@ static int child(int err)
 	}
 	uepoll_exit(&u);
 	/* forcing uring through the environment is an error too */
-	setenv("UEPOLL_BACKEND", "uring", 1);
+	setenv("UEPOLL_BACKEND", uepoll_backend_str(UEPOLL_BACKEND_URING), 1);
 	if (uepoll_init(&u, 4, 0) != -err)
 		FAIL("UEPOLL_BACKEND=uring under seccomp: not -%d", err);
 	return 0;

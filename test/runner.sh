@@ -4,7 +4,8 @@
 # test/runner.sh [--label L] [--timeout SEC] [--wrapper CMD] [--only-threaded] BUILDDIR
 #
 # Runs every test program of BUILDDIR/test (and uepoll-stress runs) once per
-# backend (native, uring, epoll; UEPOLL_BACKEND set per run), each under a
+# backend the library knows (BUILDDIR/tools/uepoll-backends; UEPOLL_BACKEND
+# set per run), each under a
 # timeout.  Exit status of a test: 0 pass, 77 skip, anything else fail.
 # A backend that is unavailable has all its tests skipped, with the reason.
 # UEPOLL_BACKEND set by the caller restricts the run to that backend.
@@ -51,13 +52,17 @@ cmd_of() {
 echo "== test suite: $label ($B) =="
 tot_p=0 tot_f=0 tot_s=0
 summary=()
-for be in native uring epoll; do
+# the backends and whether each is usable here: the library says
+# (tools/uepoll-backends: "NAME available" / "NAME unavailable: WHY")
+backends=$("$B/tools/uepoll-backends") ||
+	{ echo "runner: error: $B/tools/uepoll-backends failed: build the tools (make)"; exit 1; }
+while read -r be avail; do
 	p=0 f=0 s=0
 	reason=""
 	if [ -n "$forced" ] && [ "$forced" != "$be" ]; then
 		reason="UEPOLL_BACKEND=$forced"
-	elif ! out=$("$stress" -b "$be" -p 2>&1); then
-		reason="unavailable: $out"
+	elif [ "$avail" != available ]; then
+		reason=$avail
 	fi
 	for t in "${tests[@]}"; do
 		if [ $only_threaded = 1 ] && [[ " $threaded " != *" $t "* ]]; then
@@ -86,7 +91,7 @@ for be in native uring epoll; do
 	[ -n "$reason" ] && echo "SKIP $be: all tests: $reason"
 	summary+=("$be: $p passed, $f failed, $s skipped")
 	tot_p=$((tot_p + p)) tot_f=$((tot_f + f)) tot_s=$((tot_s + s))
-done
+done <<<"$backends"
 echo "== summary: $label =="
 printf '%s\n' "${summary[@]}"
 echo "$tot_p passed, $tot_f failed, $tot_s skipped"

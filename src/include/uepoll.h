@@ -42,8 +42,13 @@ extern "C" {
 
 /* uepoll_init() flags */
 #define UEPOLL_CLOEXEC		0x1u	/* close-on-exec on every fd the instance owns */
+/*
+ * The backend field: 0 is the automatic choice, n > 0 the library's n-th
+ * backend in the order the automatic choice tries them.  Room for 15;
+ * uepoll_backend_list(3) says which this build knows.
+ */
 #define UEPOLL_BACKEND_SHIFT	4
-#define UEPOLL_BACKEND_MASK	(3u << UEPOLL_BACKEND_SHIFT)
+#define UEPOLL_BACKEND_MASK	(0xfu << UEPOLL_BACKEND_SHIFT)
 #define UEPOLL_BACKEND_AUTO	(0u << UEPOLL_BACKEND_SHIFT)	/* native > uring > epoll */
 #define UEPOLL_BACKEND_NATIVE	(1u << UEPOLL_BACKEND_SHIFT)
 #define UEPOLL_BACKEND_URING	(2u << UEPOLL_BACKEND_SHIFT)
@@ -114,6 +119,12 @@ UEPOLL_API int uepoll_backend(const struct uepoll *u);
 UEPOLL_API const char *uepoll_backend_name(const struct uepoll *u);
 UEPOLL_API int uepoll_get_stats(const struct uepoll *u, struct uepoll_stats *st);
 UEPOLL_API int uepoll_set_spin(struct uepoll *u, unsigned spin);
+
+/* The backends this library knows, uepoll_backend_list(3) */
+UEPOLL_API int uepoll_backend_list(unsigned *backends, int max);
+UEPOLL_API int uepoll_backend_lookup(const char *name);
+UEPOLL_API const char *uepoll_backend_str(unsigned backend);
+UEPOLL_API int uepoll_backend_probe(unsigned backend);
 
 /* Slow path of uepoll_harvest(): every backend but native.  Not an API. */
 UEPOLL_API int __uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max);
