@@ -87,9 +87,9 @@ mutations=(
 @@wait@@epoll"
 "native ctl pays an fstat@@src/uepoll.c@@	if (u->backend == UEPOLL_BACKEND_URING ||@@	if (u->backend != UEPOLL_BACKEND_EPOLL ||@@native@@native"
 "auto passes native by@@src/uepoll.c@@	if (__uepoll_native_ops.probe() == 0)@@	if (0)@@init@@native"
-"kernel/build keeps the caller's environment@@kernel/build@@. "$root/scripts/env.sh"@@uepoll_git_private() { git "$@"; }@@kernel-first-extract@@script"
-"a refused tarball leaves its tree in the cache@@kernel/build@@	if [ "$got" != "$base" ]; then
-		rm -rf "$cache/.extract"@@	if [ "$got" != "$base" ]; then@@kernel-first-extract@@script"
+"kernel/build keeps the caller's environment@@kernel/build@@. \"\$root/scripts/env.sh\"@@uepoll_git_private() { git \"\$@\"; }@@kernel-first-extract@@script"
+"a refused tarball leaves its tree in the cache@@kernel/build@@	if [ \"\$got\" != \"\$base\" ]; then
+		rm -rf \"\$cache/.extract\"@@	if [ \"\$got\" != \"\$base\" ]; then@@kernel-first-extract@@script"
 )
 
 pass=0 fail=0 idx=0 guest_skipped=0
