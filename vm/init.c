@@ -20,9 +20,7 @@
  *
  * SECONDS (the program's wall time, two decimals) always ends the line;
  * a reason that starts with "timeout after" is a timeout (vm/check's
- * results.tsv says TIMEOUT).
- *
- * and at the end the parseable marker
+ * results.tsv says TIMEOUT).  At the end it prints the parseable marker
  *
  *     UEPOLL-GUEST-RESULT: passed=N failed=M skipped=K
  *
