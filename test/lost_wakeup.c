@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/* uepoll-test: threaded */
 /*
  * lost_wakeup (guarantee 1): readiness present at ADD time is reported;
  * every edge after it is reported, round after round, with writes from

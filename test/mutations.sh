@@ -175,23 +175,28 @@ if [ "$mode" = guest ] && [ -s "$list" ]; then
 	# one boot for all: a mutant is caught when one of its tries fails
 	# (and is not skipped: the guest has the native backend)
 	"$top/vm/check" --no-builtin --lib "$glib" --list "$list" --quiet >"$scratch/vm.out" 2>&1
-	log=$(sed -n 's/^log: *//p' "$scratch/vm.out" | tail -n 1)
-	if [ -z "$log" ] || [ ! -f "$log" ]; then
+	# vm/check's results directory: results.tsv, one row per program
+	# (label, verdict, seconds, log), and out/LABEL.log (vm/README.md)
+	res=$(sed -n 's/^results: *//p' "$scratch/vm.out" | tail -n 1)
+	if [ -z "$res" ] || [ ! -f "$res/results.tsv" ]; then
 		echo "mutations: the guest run did not happen:"; tail -n 20 "$scratch/vm.out"
 		exit 1
 	fi
-	if [ -s "$(dirname "$log")/kernel-reports.txt" ]; then
-		echo "mutations: the kernel reported problems:"; head "$(dirname "$log")/kernel-reports.txt"
+	if [ -s "$res/kernel-reports.txt" ]; then
+		echo "mutations: the kernel reported problems:"; head "$res/kernel-reports.txt"
 		fail=$((fail + 1))
 	fi
 	for i in $(printf "%s\n" "${!gname[@]}" | sort -n); do
-		res=$(grep -a "^UEPOLL-GUEST-TEST: [A-Z]* mut-$i-" "$log" | awk '{ print $2 }' | sort | uniq -c | tr -s ' ' | tr '\n' ' ')
-		if grep -aq "^UEPOLL-GUEST-TEST: FAIL mut-$i-" "$log"; then
-			why=$(grep -a -m1 -E '^FAIL |timeout' "$(dirname "$log")/out/mut-$i-1.log" 2>/dev/null)
-			echo "caught: ${gname[$i]} (native, guest):${res:+ $res}${why:+: $why}"
+		rows=$(awk -F '\t' -v p="mut-$i-" 'NR > 1 && substr($1, 1, length(p)) == p' "$res/results.tsv")
+		verdicts=$(cut -f2 <<<"$rows" | grep . | sort | uniq -c | tr -s ' ' | tr '\n' ' ')
+		# caught: one of its tries failed (a timeout too)
+		flog=$(awk -F '\t' '$2 == "FAIL" || $2 == "TIMEOUT" { print $4; exit }' <<<"$rows")
+		if [ -n "$flog" ]; then
+			why=$(grep -a -m1 -E '^FAIL |timeout' "$res/$flog" 2>/dev/null)
+			echo "caught: ${gname[$i]} (native, guest):${verdicts:+ $verdicts}${why:+: $why}"
 			pass=$((pass + 1))
 		else
-			echo "NOT CAUGHT: ${gname[$i]} on native in the guest: ${res:-not run}"
+			echo "NOT CAUGHT: ${gname[$i]} on native in the guest: ${verdicts:-not run}"
 			fail=$((fail + 1))
 		fi
 	done

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/* uepoll-test: threaded */
 /*
  * native: what only the EPOLL_USERPOLL backend has: harvest without a
  * system call, DEL final with slot reuse, the ESTALE wake-up, the spin

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/* uepoll-test: threaded */
 /*
  * no_zombie: no kernel-side registration outlives its DEL.  A ctl thread
  * churns MOD/DEL/ADD while producers write and this thread harvests; at

@@ -28,18 +28,30 @@ B=${1:?usage: runner.sh [options] BUILDDIR}
 forced=${UEPOLL_BACKEND:-}
 unset UEPOLL_BACKEND
 
-# tests that start threads (the TSan pass runs these)
-threaded="threads wait no_zombie spin stress stress-churn"
 stress=$B/tools/uepoll-stress
 iters=20000
 [ -n "$wrapper" ] && iters=2000
 
+# The tests are the programs of BUILDDIR/test, built from test/*.c.  One
+# that starts threads says so in its source, on a line of its own:
+#	/* uepoll-test: threaded */
+# --only-threaded (the TSan pass) runs those and the uepoll-stress runs.
+src=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)
+declare -A threaded=()
 tests=()
 for t in "$B"/test/*; do
 	[ -x "$t" ] || continue
-	tests+=("$(basename "$t")")
+	t=$(basename "$t")
+	tests+=("$t")
+	grep -qs '^/\* uepoll-test:.*\<threaded\>' "$src/$t.c" && threaded[$t]=1
 done
+if [ $only_threaded = 1 ] && [ ${#threaded[@]} = 0 ]; then
+	echo "runner.sh: error: no test of $B/test has a threaded marker in $src/*.c" >&2
+	exit 1
+fi
+# uepoll-stress, without and with churn (cmd_of): a thread per producer
 tests+=(stress stress-churn)
+threaded[stress]=1 threaded[stress-churn]=1
 
 cmd_of() {
 	case $1 in
@@ -65,7 +77,7 @@ while read -r be avail; do
 		reason=$avail
 	fi
 	for t in "${tests[@]}"; do
-		if [ $only_threaded = 1 ] && [[ " $threaded " != *" $t "* ]]; then
+		if [ $only_threaded = 1 ] && [ -z "${threaded[$t]:-}" ]; then
 			continue
 		fi
 		if [ -n "$reason" ]; then

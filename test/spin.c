@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/* uepoll-test: threaded */
 /*
  * spin: uepoll_set_spin() and UEPOLL_SPIN.  With a budget of 0 an empty
  * uepoll_wait() sleeps at once (no spin phase); with a budget it spins on

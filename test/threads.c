@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/* uepoll-test: threaded */
 /*
  * threads (guarantee 8).  Allowed concurrently: uepoll_ctl from any
  * number of threads, while one thread harvests or sleeps in uepoll_wait.

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/* uepoll-test: threaded */
 /*
  * wait: timeout 0 never sleeps, a timeout is honoured (also when a wake-up
  * brings only a completion of a deleted registration), -1 sleeps until an

@@ -14,9 +14,13 @@
  * the group), cwd /tmp.
  * Their output goes to the console untouched.  Per program it prints
  *
- *     UEPOLL-GUEST-TEST: PASS|FAIL|SKIP NAME (reason, seconds)
+ *     UEPOLL-GUEST: RUN NAME (timeout N s)
+ *     ...
+ *     UEPOLL-GUEST-TEST: PASS|FAIL|SKIP NAME ([reason, ]SECONDS s)
  *
- * and at the end the parseable marker
+ * SECONDS (the program's wall time, two decimals) always ends the line;
+ * a reason that starts with "timeout after" is a timeout (vm/check's
+ * results.tsv says TIMEOUT).  At the end it prints the parseable marker
  *
  *     UEPOLL-GUEST-RESULT: passed=N failed=M skipped=K
  *
@@ -206,7 +210,8 @@ static int run_one(const char *label, char **argv, char **extra_env, int timeout
 	say("UEPOLL-GUEST: RUN %s (timeout %d s)\n", label, timeout);
 	pid = fork();
 	if (pid < 0) {
-		say("UEPOLL-GUEST-TEST: FAIL %s (fork: %s)\n", label, strerror(errno));
+		say("UEPOLL-GUEST-TEST: FAIL %s (fork: %s, %.2f s)\n", label,
+		    strerror(errno), now() - t0);
 		return 1;
 	}
 	if (pid == 0) {
@@ -242,8 +247,8 @@ static int run_one(const char *label, char **argv, char **extra_env, int timeout
 			w = waitpid(pid, &status, 0);
 			if (w != pid) {
 				say("UEPOLL-GUEST-TEST: FAIL %s (timeout after %d s, "
-				    "then unkillable: stuck in the kernel)\n",
-				    label, timeout);
+				    "then unkillable: stuck in the kernel, %.2f s)\n",
+				    label, timeout, now() - t0);
 				return 3;
 			}
 			alarm_fired = 1;
