@@ -1277,7 +1277,7 @@ static pid_t tcp_server(const char *be, FILE **sf, int *port)
 
 	snprintf(srv, sizeof(srv), "%s/uepoll-httpd", tooldir);
 	argv[na++] = srv;
-	if (!strcmp(be, "epoll-lt")) {
+	if (is_baseline(be)) {		/* epoll-lt: the server without the library */
 		argv[na++] = (char *)"--plain-epoll-lt";
 	} else {
 		argv[na++] = (char *)"-b";
@@ -1553,11 +1553,15 @@ static void describe_scenario(const struct scenario *sc)
 static int describe(void)
 {
 	const char *b;
+	unsigned flags;
 
 	/* native needs the patched kernel: make bench has it in the guest only */
-	for (int i = 0; (b = tool_backend_name(i)); i++)
+	for (int i = 0; (b = tool_backend_name(i)); i++) {
+		int native = !tool_backend(b, &flags) && flags == UEPOLL_BACKEND_NATIVE;
+
 		printf("backend\t%s\tlibrary\t%s\tthe library's %s backend\n", b,
-		       strcmp(b, "native") ? "host,guest" : "guest", b);
+		       native ? "guest" : "host,guest", b);
+	}
 	for (int i = 0; i < NBASELINES; i++)
 		printf("backend\t%s\tbaseline\thost,guest\t%s\n", baselines[i].name, baselines[i].what);
 	for (int i = 0; i < NSCENARIOS; i++)
@@ -1580,7 +1584,7 @@ static void pick_listed(struct bench *bn, const char *blist)
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		int base = bn->sc->baselines && is_baseline(tok);
 
-		if ((!base && tool_backend(tok, &flags)) || !strcmp(tok, "auto") || bn->nb == MAXB) {
+		if ((!base && (tool_backend(tok, &flags) || flags == UEPOLL_BACKEND_AUTO)) || bn->nb == MAXB) {
 			fprintf(stderr, "%s: bad backend '%s'\n", tool_prog, tok);
 			usage();
 		}
