@@ -275,6 +275,7 @@ struct scenario {
 	const struct metric *metrics;	/* up to MAXM, ended by { NULL } */
 	const char *summary_params;	/* regex: params in summary.md (NULL: all) */
 	const char *hide;		/* params words left out of labels (NULL) */
+	const char *summary_hide;	/* and out of summary.md's rows only (NULL) */
 	const char *note;		/* what the metrics mean, for the reports */
 	struct pset host[MAXSET], host_quick[MAXSET], guest[MAXSET], guest_quick[MAXSET];
 };
@@ -1459,7 +1460,7 @@ static const struct scenario scenarios[] = {
 		.title = "5. idle / slow load: few events per second",
 		.chart_title = "5. idle: few events per second, by spin budget",
 		.option = idle_option, .setup = idle_setup, .run = run_idle, .metrics = idle_metrics,
-		.summary_params = "spin=(0|256|1024|4096)(;|$)", .hide = "cpu=soak",
+		.summary_params = "spin=(0|256|1024|4096)(;|$)", .summary_hide = "cpu=soak",
 		.note = "rate = events per second; cpu_us_per_event = the consumer's CPU per event "
 			"(params cpu=soak in results.csv: measured by a SCHED_IDLE soaker, coarse guest "
 			"clock); wake = from the write to the harvest.",
@@ -1481,7 +1482,7 @@ static void usage(void)
 		"       %s --describe\n"
 		"  the scenario table, one tab-separated record per line, the kind first:\n"
 		"    backend   NAME library|baseline WHERE DESCRIPTION\n"
-		"    scenario  NAME TITLE CHART_TITLE BACKENDS SUMMARY_PARAMS HIDE\n"
+		"    scenario  NAME TITLE CHART_TITLE BACKENDS SUMMARY_PARAMS HIDE SUMMARY_HIDE\n"
 		"    metric    SCENARIO NAME UNIT BETTER SUMMARY CHART PANEL\n"
 		"    set       SCENARIO host|guest full|quick TIMEOUT ARGS\n"
 		"    note      SCENARIO TEXT\n"
@@ -1489,7 +1490,7 @@ static void usage(void)
 		"  the benchmark's own baselines; WHERE: host,guest or guest (where make bench\n"
 		"  runs it).  scenario: BACKENDS: the -B list of the guest set; SUMMARY_PARAMS:\n"
 		"  regex, the params in summary.md; HIDE: comma list of params words left out\n"
-		"  of labels.  metric: in CSV order; BETTER: higher|lower|none (none: describes\n"
+		"  of labels, SUMMARY_HIDE: of summary.md's rows only.  metric: in CSV order; BETTER: higher|lower|none (none: describes\n"
 		"  the run, never judged); SUMMARY: 1 = a row of summary.md; CHART:\n"
 		"  ratio|abs[-log]: a panel of the scenario's chart, the ratio to epoll or the\n"
 		"  value, log scale; PANEL: its place (1 = top).  set: the parameter sets of\n"
@@ -1537,8 +1538,8 @@ static void describe_scenario(const struct scenario *sc)
 	char bl[128];
 
 	backend_list(sc, bl, sizeof(bl));
-	printf("scenario\t%s\t%s\t%s\t%s\t%s\t%s\n", sc->name, sc->title, sc->chart_title, bl,
-	       dash(sc->summary_params), dash(sc->hide));
+	printf("scenario\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sc->name, sc->title, sc->chart_title, bl,
+	       dash(sc->summary_params), dash(sc->hide), dash(sc->summary_hide));
 	for (const struct metric *m = sc->metrics; m->name; m++)
 		printf("metric\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", sc->name, m->name, m->unit,
 		       better[m->better], m->summary, dash(m->chart), m->panel);
