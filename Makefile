@@ -35,7 +35,9 @@ ALIB      := $(B)/lib/libuepoll.a
 PCFILE    := $(B)/libuepoll.pc
 
 TESTS     := $(patsubst test/%.c,$(B)/test/%,$(wildcard test/*.c))
-TOOLS     := $(patsubst tools/%.c,$(B)/tools/%,$(wildcard tools/*.c))
+# every tools/*.c is a program but tools/tool.c, the helpers each one links
+TOOL_LIB  := tools/tool.c tools/tool.h
+TOOLS     := $(patsubst tools/%.c,$(B)/tools/%,$(filter-out tools/tool.c,$(wildcard tools/*.c)))
 MANPAGES  := $(wildcard man/uepoll_*.3)
 MANPAGES_ALL := $(MANPAGES) man/epoll_create2.2 man/uepoll.7
 
@@ -105,9 +107,11 @@ $(B)/test/eproto: test/eproto.c test/helpers.h $(ALIB) src/include/uepoll.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(PROG_LDFLAGS) -Wl,--wrap=mmap -Wl,--wrap=munmap -o $@ $< $(ALIB) $(LIBS)
 
-$(B)/tools/%: tools/%.c $(LINK_DEP) src/include/uepoll.h
+# compiled with each tool (no object file: build/guest/tools/ goes whole
+# into the guest's initramfs)
+$(B)/tools/%: tools/%.c $(TOOL_LIB) $(LINK_DEP) src/include/uepoll.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(PROG_LDFLAGS) -o $@ $< $(LINK_LIB)
+	$(CC) $(ALL_CFLAGS) $(PROG_LDFLAGS) -o $@ $< tools/tool.c $(LINK_LIB)
 
 # The library's tests and tools linked fully static, for the guest's
 # initramfs (vm/check --lib build/guest).

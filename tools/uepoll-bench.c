@@ -10,6 +10,11 @@
  * in the same repeat (epoll measured right next to it); empty without an
  * epoll run.  Progress and per-run figures go to stderr.
  *
+ * Everything about a scenario is its entry in the table `scenarios`
+ * (near the end): name, titles, metrics, options, run function and the
+ * parameter sets `make bench` runs.  `uepoll-bench --describe` prints
+ * that table for scripts/bench and scripts/bench-report (format: usage()).
+ *
  *   uepoll-bench sat    [common] [-t T,T,...] [-d SECONDS]
  *       T producer threads write 1 to their own eventfd in a loop; one
  *       consumer (uepoll_wait, reads the eventfds).  events_per_s: eventfd
@@ -70,25 +75,18 @@
 #include <time.h>
 #include <unistd.h>
 #include <uepoll.h>
+#include "tool.h"
 
 #define MAXB	4	/* backends */
 #define MAXP	8	/* parameter values per scenario */
 #define MAXM	10	/* metrics per run */
 #define MAXR	50	/* repeats */
 #define MAXT	64	/* producer threads */
+#define MAXSET	4	/* parameter sets of `make bench` per scenario and place */
 
-static const char *prog;
 static int R = 5;
 static const char *env_label;
 static long spin_opt = -1;	/* -1: library default */
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /*
  * The clock.  CLOCK_MONOTONIC, unless its resolution is coarser than
@@ -112,9 +110,9 @@ static uint64_t rdtsc(void)
 /* spin until CLOCK_MONOTONIC moves; its new value, the TSC at that moment */
 static int64_t mono_edge(uint64_t *tsc)
 {
-	int64_t t0 = mono_ns(), t;
+	int64_t t0 = tool_now_ns(), t;
 
-	while ((t = mono_ns()) == t0)
+	while ((t = tool_now_ns()) == t0)
 		;
 	*tsc = rdtsc();
 	return t;
@@ -157,7 +155,7 @@ static int64_t now_ns(void)
 	if (use_tsc)
 		return tsc_base_ns + (int64_t)((double)(int64_t)(rdtsc() - tsc_base) * tsc_ns);
 #endif
-	return mono_ns();
+	return tool_now_ns();
 }
 
 static int64_t clock_ns(clockid_t c)
@@ -174,151 +172,45 @@ static int64_t thread_cpu_ns(void)
 	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
-static void *xcalloc(size_t n, size_t sz)
-{
-	void *p = calloc(n, sz);
-
-	if (!p) {
-		fprintf(stderr, "%s: out of memory\n", prog);
-		exit(1);
-	}
-	return p;
-}
-
-/*
- * Pin the calling thread to the k-th CPU it may run on (wake latency and
- * idle put their two threads on two different CPUs: under TCG a thread
- * woken on a halted vCPU and one woken on the running vCPU differ by
- * 5x, which would otherwise depend on where the scheduler put them).
- * Silently nothing with fewer CPUs or where affinity is refused.
- */
-static void pin_self(int k)
-{
-	cpu_set_t all, one;
-	int seen = 0;
-
-	if (sched_getaffinity(0, sizeof(all), &all) || CPU_COUNT(&all) < 2)
-		return;
-	for (int c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &all) && seen++ == k) {
-			CPU_ZERO(&one);
-			CPU_SET(c, &one);
-			pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
-			return;
-		}
-}
-
-static void unpin_self(void)
-{
-	cpu_set_t all;
-
-	CPU_ZERO(&all);
-	for (int c = 0; c < CPU_SETSIZE; c++)
-		CPU_SET(c, &all);
-	pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
-}
-
-static void usage(void)
-{
-	fprintf(stderr,
-		"usage: %s sat|lat|sparse|idle|tcp [-B backends] [-R repeats] [-E env] [-s spin]\n"
-		"  sat:    [-t T,T,...] [-d seconds]\n"
-		"  lat:    [-n rounds] [-m sleep|busy] [-S spin,spin,...]\n"
-		"  sparse: [-N registered,registered,...] [-r rounds]\n"
-		"  idle:   [-f events_per_s] [-d seconds] [-S spin,spin,...]\n"
-		"  tcp:    [-c connections] [-n requests]\n", prog);
-	exit(2);
-}
-
-static long parse_long(const char *s, long lo, long hi)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi) {
-		fprintf(stderr, "%s: bad number '%s' (%ld..%ld)\n", prog, s, lo, hi);
-		usage();
-	}
-	return v;
-}
-
-static double parse_double(const char *s, double lo, double hi)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-		fprintf(stderr, "%s: bad number '%s'\n", prog, s);
-		usage();
-	}
-	return v;
-}
-
-/* "a,b,c" -> longs; returns the count */
-static int parse_list(const char *s, long *out, int max, long lo, long hi)
-{
-	char buf[256], *save = NULL, *tok;
-	int n = 0;
-
-	if (strlen(s) >= sizeof(buf))
-		usage();
-	strcpy(buf, s);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (n == max) {
-			fprintf(stderr, "%s: at most %d values in '%s'\n", prog, max, s);
-			usage();
-		}
-		out[n++] = parse_long(tok, lo, hi);
-	}
-	if (!n)
-		usage();
-	return n;
-}
-
 /* ---- backends ------------------------------------------------------------ */
 
-static const char *const known_backends[] = { "native", "uring", "epoll", "epoll-lt" };
+/*
+ * The library's backends come from tool.h (tool_backend_name, in the
+ * automatic choice's order).  The benchmark's own baselines are not
+ * library backends: programs without the library, run by the scenarios
+ * that have one (struct scenario .baselines), never by uepoll_init.
+ */
+static const struct baseline {
+	const char *name, *what;
+} baselines[] = {
+	{ "epoll-lt", "plain level-triggered epoll without the library" },
+};
+#define NBASELINES (int)(sizeof(baselines) / sizeof(baselines[0]))
 
-static unsigned backend_flag(const char *b)
+static int is_baseline(const char *b)
 {
-	if (!strcmp(b, "native"))
-		return UEPOLL_BACKEND_NATIVE;
-	if (!strcmp(b, "uring"))
-		return UEPOLL_BACKEND_URING;
-	return UEPOLL_BACKEND_EPOLL;
-}
-
-static int backend_available(const char *b)
-{
-	struct uepoll u;
-	int r;
-
-	if (!strcmp(b, "epoll-lt"))
-		return 1;
-	r = uepoll_init(&u, 4, UEPOLL_CLOEXEC | backend_flag(b));
-	if (r < 0)
-		return 0;
-	uepoll_exit(&u);
-	return 1;
+	for (int i = 0; i < NBASELINES; i++)
+		if (!strcmp(b, baselines[i].name))
+			return 1;
+	return 0;
 }
 
 /* an instance of backend b with capacity n and the spin budget (-1: default) */
 static int open_backend(struct uepoll *u, const char *b, unsigned n, long spin)
 {
-	int r = uepoll_init(u, n, UEPOLL_CLOEXEC | backend_flag(b));
+	unsigned flags;
+	int r = tool_backend(b, &flags);
 
+	if (!r)
+		r = uepoll_init(u, n, UEPOLL_CLOEXEC | flags);
 	if (r < 0) {
-		fprintf(stderr, "%s: uepoll_init(%s, %u): %s\n", prog, b, n, strerror(-r));
+		fprintf(stderr, "%s: uepoll_init(%s, %u): %s\n", tool_prog, b, n, strerror(-r));
 		return r;
 	}
 	if (spin >= 0) {
 		r = uepoll_set_spin(u, (unsigned)spin);
 		if (r < 0) {
-			fprintf(stderr, "%s: uepoll_set_spin(%ld): %s\n", prog, spin, strerror(-r));
+			fprintf(stderr, "%s: uepoll_set_spin(%ld): %s\n", tool_prog, spin, strerror(-r));
 			uepoll_exit(u);
 			return r;
 		}
@@ -332,51 +224,89 @@ static int add_fd(struct uepoll *u, int fd, uint64_t data)
 	int r = uepoll_ctl(u, EPOLL_CTL_ADD, fd, &ev);
 
 	if (r < 0)
-		fprintf(stderr, "%s: uepoll_ctl(ADD, %d): %s\n", prog, fd, strerror(-r));
+		fprintf(stderr, "%s: uepoll_ctl(ADD, %d): %s\n", tool_prog, fd, strerror(-r));
 	return r;
 }
 
-/* ---- results ----------------------------------------------------------------
+/* ---- the scenario table's types ------------------------------------------
  * res[p][b][m][r]: parameter set p, backend b, metric m, repeat r. */
 
 struct bench {
-	const char *scenario;
+	const struct scenario *sc;
 	int nb;				/* backends */
 	const char *be[MAXB];
 	int np;				/* parameter sets */
 	char params[MAXP][64];
 	int nm;				/* metrics */
-	const char *metric[MAXM];
 	double res[MAXP][MAXB][MAXM][MAXR];
 	int ok[MAXP][MAXB][MAXR];
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
+enum better { LOWER, HIGHER, NEITHER };
 
-	return x < y ? -1 : x > y;
-}
+struct metric {
+	const char *name, *unit;
+	enum better better;	/* NEITHER: describes the run, never judged */
+	int summary;		/* a row of summary.md */
+	const char *chart;	/* panel of the scenario's chart: ratio (to epoll)
+				 * or abs, "-log" for a log scale; NULL: none */
+	int panel;		/* the panel's place in the chart, from 1 */
+};
+
+/* one run of `make bench`: the arguments; for the guest, its timeout (s) */
+struct pset {
+	const char *args;
+	int timeout;
+};
+
+/* out[m] for metric m of the scenario; 0, or -1 when the run failed */
+typedef int (*run_fn)(const char *be, int p, double *out);
+
+struct scenario {
+	const char *name;
+	const char *title;		/* table.txt */
+	const char *chart_title;	/* NAME.png */
+	const char *opts;		/* its getopt letters */
+	const char *usage;
+	int (*option)(int opt, const char *arg);	/* 0, or -1: bad option */
+	void (*setup)(struct bench *bn);		/* params, after the options */
+	run_fn run;
+	int baselines;			/* also runs baselines[] (default set) */
+	const struct metric *metrics;	/* up to MAXM, ended by { NULL } */
+	const char *summary_params;	/* regex: params in summary.md (NULL: all) */
+	const char *hide;		/* params words left out of labels (NULL) */
+	const char *summary_hide;	/* and out of summary.md's rows only (NULL) */
+	const char *note;		/* what the metrics mean, for the reports */
+	struct pset host[MAXSET], host_quick[MAXSET], guest[MAXSET], guest_quick[MAXSET];
+};
 
 static double median(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	qsort(v, (size_t)n, sizeof(*v), tool_cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* nearest-rank percentile of a sorted array */
-static double pct(const double *sorted, size_t n, double q)
+/* the CSV line of (p, b, m); nothing when no repeat succeeded */
+static void print_result(struct bench *bn, int p, int b, int m, int ep)
 {
-	size_t i;
+	double v[MAXR], ratio[MAXR];
+	int n = 0, nr = 0;
 
+	for (int r = 0; r < R; r++) {
+		if (!bn->ok[p][b][r])
+			continue;
+		v[n++] = bn->res[p][b][m][r];
+		if (ep >= 0 && bn->ok[p][ep][r] && bn->res[p][ep][m][r] > 0)
+			ratio[nr++] = bn->res[p][b][m][r] / bn->res[p][ep][m][r];
+	}
 	if (!n)
-		return 0;
-	i = (size_t)(q * (double)n + 0.999999);
-	if (i < 1)
-		i = 1;
-	if (i > n)
-		i = n;
-	return sorted[i - 1];
+		return;
+	printf("CSV,%s,%s,%s,%s,%.6g,", bn->sc->name, bn->be[b], bn->params[p],
+	       bn->sc->metrics[m].name, median(v, n));
+	printf("%.6g,%.6g,", v[0], v[n - 1]);	/* sorted by median() */
+	if (nr)
+		printf("%.4f", median(ratio, nr));
+	printf(",%s\n", env_label);
 }
 
 static void print_results(struct bench *bn)
@@ -388,36 +318,15 @@ static void print_results(struct bench *bn)
 			ep = b;
 	for (int p = 0; p < bn->np; p++)
 		for (int b = 0; b < bn->nb; b++)
-			for (int m = 0; m < bn->nm; m++) {
-				double v[MAXR], ratio[MAXR], lo, hi, med;
-				int n = 0, nr = 0;
-
-				for (int r = 0; r < R; r++) {
-					if (!bn->ok[p][b][r])
-						continue;
-					v[n++] = bn->res[p][b][m][r];
-					if (ep >= 0 && bn->ok[p][ep][r] && bn->res[p][ep][m][r] > 0)
-						ratio[nr++] = bn->res[p][b][m][r] / bn->res[p][ep][m][r];
-				}
-				if (!n)
-					continue;
-				med = median(v, n);
-				lo = v[0];
-				hi = v[n - 1];
-				printf("CSV,%s,%s,%s,%s,%.6g,%.6g,%.6g,", bn->scenario, bn->be[b],
-				       bn->params[p], bn->metric[m], med, lo, hi);
-				if (nr)
-					printf("%.4f", median(ratio, nr));
-				printf(",%s\n", env_label);
-			}
+			for (int m = 0; m < bn->nm; m++)
+				print_result(bn, p, b, m, ep);
 	fflush(stdout);
 }
 
-typedef int (*run_fn)(const char *be, int p, double *out);
-
 /* A B A B ...: repeat r runs every backend once, for each parameter set */
-static int drive(struct bench *bn, run_fn fn)
+static int drive(struct bench *bn)
 {
+	const struct scenario *sc = bn->sc;
 	int fail = 0;
 
 	for (int p = 0; p < bn->np; p++)
@@ -427,18 +336,18 @@ static int drive(struct bench *bn, run_fn fn)
 				int b = r % 2 ? bn->nb - 1 - bb : bb;
 				double out[MAXM] = { 0 };
 
-				if (fn(bn->be[b], p, out) < 0) {
-					fprintf(stderr, "%s: %s %s %s repeat %d failed\n", prog,
-						bn->scenario, bn->be[b], bn->params[p], r);
+				if (sc->run(bn->be[b], p, out) < 0) {
+					fprintf(stderr, "%s: %s %s %s repeat %d failed\n", tool_prog,
+						sc->name, bn->be[b], bn->params[p], r);
 					fail = 1;
 					continue;
 				}
 				bn->ok[p][b][r] = 1;
 				for (int m = 0; m < bn->nm; m++)
 					bn->res[p][b][m][r] = out[m];
-				fprintf(stderr, "# %s %s %s r%d:", bn->scenario, bn->be[b], bn->params[p], r);
+				fprintf(stderr, "# %s %s %s r%d:", sc->name, bn->be[b], bn->params[p], r);
 				for (int m = 0; m < bn->nm; m++)
-					fprintf(stderr, " %s=%.4g", bn->metric[m], out[m]);
+					fprintf(stderr, " %s=%.4g", sc->metrics[m].name, out[m]);
 				fprintf(stderr, "\n");
 			}
 	print_results(bn);
@@ -448,16 +357,24 @@ static int drive(struct bench *bn, run_fn fn)
 /* ---- 1. saturation ----------------------------------------------------------- */
 
 static long sat_T[MAXP];
+static const char *sat_tlist = "1,2,8,64";
 static double sat_secs = 1.0;
 
-struct sat {
-	int efd[MAXT];
-	int stop;
-};
+struct sat;
 
 struct sat_arg {
 	struct sat *s;
 	int k;
+};
+
+struct sat {
+	int T, nthr, have_u;
+	int stop;
+	int efd[MAXT];
+	struct sat_arg args[MAXT];
+	pthread_t th[MAXT];
+	clockid_t pclk[MAXT];
+	struct uepoll u;
 };
 
 static void *sat_producer(void *arg)
@@ -474,113 +391,167 @@ static void *sat_producer(void *arg)
 	return NULL;
 }
 
-static int run_sat(const char *be, int p, double *out)
+/* the instance and the T eventfds, registered */
+static int sat_open(struct sat *s, const char *be)
 {
-	int T = (int)sat_T[p], ret = -1, nthr = 0;
-	struct sat s = { .stop = 0 };
-	struct sat_arg args[MAXT];
-	pthread_t th[MAXT];
-	clockid_t pclk[MAXT];
-	int64_t c0, c1, pc0 = 0, pc1 = 0;
-	struct uepoll u;
-	struct uepoll_stats s0, s1;
-	struct epoll_event evs[256];
-	uint64_t sum = 0, nev = 0;
-	int64_t t0, t1, end;
-
-	for (int k = 0; k < T; k++)
-		s.efd[k] = -1;
-	if (open_backend(&u, be, (unsigned)T, spin_opt) < 0)
+	for (int k = 0; k < s->T; k++)
+		s->efd[k] = -1;
+	if (open_backend(&s->u, be, (unsigned)s->T, spin_opt) < 0)
 		return -1;
-	for (int k = 0; k < T; k++) {
-		s.efd[k] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (s.efd[k] < 0) {
+	s->have_u = 1;
+	for (int k = 0; k < s->T; k++) {
+		s->efd[k] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (s->efd[k] < 0) {
 			perror("eventfd");
-			goto out;
+			return -1;
 		}
-		if (add_fd(&u, s.efd[k], (uint64_t)k) < 0)
-			goto out;
+		if (add_fd(&s->u, s->efd[k], (uint64_t)k) < 0)
+			return -1;
 	}
-	for (int k = 0; k < T; k++) {
+	return 0;
+}
+
+/* the T producers, named sat-producer, with their CPU clocks */
+static int sat_start(struct sat *s)
+{
+	for (int k = 0; k < s->T; k++) {
 		int e;
 
-		args[k].s = &s;
-		args[k].k = k;
-		e = pthread_create(&th[k], NULL, sat_producer, &args[k]);
+		s->args[k].s = s;
+		s->args[k].k = k;
+		e = pthread_create(&s->th[k], NULL, sat_producer, &s->args[k]);
 		if (e) {
 			fprintf(stderr, "pthread_create: %s\n", strerror(e));
-			goto stop;
+			return -1;
 		}
-		nthr++;
-		pthread_setname_np(th[k], "sat-producer");
-		if (pthread_getcpuclockid(th[k], &pclk[k])) {
+		s->nthr++;
+		pthread_setname_np(s->th[k], "sat-producer");
+		if (pthread_getcpuclockid(s->th[k], &s->pclk[k])) {
 			fprintf(stderr, "pthread_getcpuclockid failed\n");
-			goto stop;
+			return -1;
 		}
 	}
+	return 0;
+}
+
+static int64_t sat_producers_cpu(struct sat *s)
+{
+	int64_t ns = 0;
+
+	for (int k = 0; k < s->T; k++)
+		ns += clock_ns(s->pclk[k]);
+	return ns;
+}
+
+/* the consumer for sat_secs: harvest, read the counters; the figures */
+static int sat_measure(struct sat *s, double *out)
+{
+	struct uepoll_stats s0, s1;
+	struct epoll_event evs[256];
+	uint64_t sum = 0, nev = 0, sys;
+	int64_t c0, c1, pc0, pc1, t0, t1, end;
+	double secs, wall, ccpu, pcpu;
+
 	prctl(PR_SET_NAME, "sat-consumer", 0, 0, 0);
-	uepoll_get_stats(&u, &s0);
-	for (int k = 0; k < T; k++)
-		pc0 += clock_ns(pclk[k]);
+	uepoll_get_stats(&s->u, &s0);
+	pc0 = sat_producers_cpu(s);
 	c0 = thread_cpu_ns();
 	t0 = now_ns();
 	end = t0 + (int64_t)(sat_secs * 1e9);
-	for (;;) {
-		int n = uepoll_wait(&u, evs, 256, 100);
+	do {
+		int n = uepoll_wait(&s->u, evs, 256, 100);
 
 		if (n < 0 && n != -EINTR) {
 			fprintf(stderr, "uepoll_wait: %s\n", strerror(-n));
-			goto stop;
+			return -1;
 		}
 		for (int i = 0; i < n; i++) {
 			uint64_t v;
 
-			if (read(s.efd[evs[i].data.u64], &v, sizeof(v)) == sizeof(v))
+			if (read(s->efd[evs[i].data.u64], &v, sizeof(v)) == sizeof(v))
 				sum += v;
 		}
 		if (n > 0)
 			nev += (uint64_t)n;
 		t1 = now_ns();
-		if (t1 >= end)
-			break;
-	}
+	} while (t1 < end);
 	c1 = thread_cpu_ns();
-	for (int k = 0; k < T; k++)
-		pc1 += clock_ns(pclk[k]);
-	uepoll_get_stats(&u, &s1);
-	{
-		double secs = (double)(t1 - t0) / 1e9, wall = (double)(t1 - t0);
-		uint64_t sys = (s1.syscalls - s1.ctl_syscalls) - (s0.syscalls - s0.ctl_syscalls);
-		double ccpu = (double)(c1 - c0), pcpu = (double)(pc1 - pc0);
+	pc1 = sat_producers_cpu(s);
+	uepoll_get_stats(&s->u, &s1);
+	secs = (double)(t1 - t0) / 1e9;
+	wall = (double)(t1 - t0);
+	sys = (s1.syscalls - s1.ctl_syscalls) - (s0.syscalls - s0.ctl_syscalls);
+	ccpu = (double)(c1 - c0);
+	pcpu = (double)(pc1 - pc0);
+	out[0] = (double)sum / secs;
+	out[1] = (double)nev / secs;
+	out[2] = nev ? 1000.0 * (double)sys / (double)nev : 0;
+	out[3] = nev ? (double)sum / (double)nev : 0;
+	out[4] = nev ? ccpu / (double)nev : 0;
+	out[5] = sum ? ccpu / (double)sum : 0;
+	out[6] = ccpu / wall;
+	out[7] = pcpu / wall;
+	out[8] = sum ? pcpu / (double)sum : 0;
+	return 0;
+}
 
-		out[0] = (double)sum / secs;
-		out[1] = (double)nev / secs;
-		out[2] = nev ? 1000.0 * (double)sys / (double)nev : 0;
-		out[3] = nev ? (double)sum / (double)nev : 0;
-		out[4] = nev ? ccpu / (double)nev : 0;
-		out[5] = sum ? ccpu / (double)sum : 0;
-		out[6] = ccpu / wall;
-		out[7] = pcpu / wall;
-		out[8] = sum ? pcpu / (double)sum : 0;
-	}
-	ret = 0;
-stop:
+static int run_sat(const char *be, int p, double *out)
+{
+	struct sat s = { .T = (int)sat_T[p] };
+	int ret = -1;
+
+	if (!sat_open(&s, be) && !sat_start(&s))
+		ret = sat_measure(&s, out);
 	__atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
-	for (int k = 0; k < nthr; k++)
-		pthread_join(th[k], NULL);
-out:
+	for (int k = 0; k < s.nthr; k++)
+		pthread_join(s.th[k], NULL);
 	prctl(PR_SET_NAME, "uepoll-bench", 0, 0, 0);
-	uepoll_exit(&u);
-	for (int k = 0; k < T; k++)
+	if (s.have_u)
+		uepoll_exit(&s.u);
+	for (int k = 0; k < s.T; k++)
 		if (s.efd[k] >= 0)
 			close(s.efd[k]);
 	return ret;
 }
 
+static int sat_option(int opt, const char *arg)
+{
+	switch (opt) {
+	case 't': sat_tlist = arg; return 0;
+	case 'd': sat_secs = tool_parse_double(arg, 0.01, 3600); return 0;
+	}
+	return -1;
+}
+
+static void sat_setup(struct bench *bn)
+{
+	bn->np = tool_parse_list(sat_tlist, sat_T, MAXP, 1, MAXT);
+	for (int p = 0; p < bn->np; p++)
+		snprintf(bn->params[p], sizeof(bn->params[p]), "T=%ld", sat_T[p]);
+	if (use_tsc)
+		fprintf(stderr, "# sat: coarse clock: the CPU times are charged in whole ticks "
+				"(read them over long runs only)\n");
+}
+
+/* in out[] order */
+static const struct metric sat_metrics[] = {
+	{ "events_per_s", "increments/s", HIGHER, 1, "ratio", 1 },
+	{ "harvested_per_s", "events/s", HIGHER, 0, NULL, 0 },
+	{ "syscalls_per_1000ev", "syscalls/1000 events", LOWER, 1, "abs", 4 },
+	{ "increments_per_event", "increments/event", NEITHER, 0, NULL, 0 },
+	{ "consumer_cpu_ns_per_event", "ns", LOWER, 1, "ratio-log", 2 },
+	{ "consumer_cpu_ns_per_increment", "ns", LOWER, 1, "ratio", 3 },
+	{ "consumer_cpu_share", "CPUs", NEITHER, 0, NULL, 0 },
+	{ "producer_cpu_share", "CPUs", NEITHER, 1, NULL, 0 },
+	{ "producer_cpu_ns_per_increment", "ns", NEITHER, 0, NULL, 0 },
+	{ NULL }
+};
+
 /* ---- 2. wake latency ---------------------------------------------------------- */
 
 static long lat_rounds = 20000;
 static int lat_busy;
+static const char *lat_slist;
 static long lat_spin[MAXP];
 #define LAT_WARMUP 200
 
@@ -626,7 +597,7 @@ static void *lat_echo(void *arg)
 	struct lat_side *s = arg;
 	uint64_t one = 1;
 
-	pin_self(1);
+	tool_pin_self(1);
 	for (;;) {
 		if (lat_get(s) < 0) {
 			__atomic_store_n(s->stop, 2, __ATOMIC_RELAXED);
@@ -642,92 +613,163 @@ static void *lat_echo(void *arg)
 	}
 }
 
-static int run_lat(const char *be, int p, double *out)
-{
+/* two instances a and b, each with the eventfd its side reads (ab, ba) */
+struct lat {
 	struct lat_side a, b;
-	int ab = -1, ba = -1, stop = 0, ret = -1, e, have_a = 0, have_b = 0;
-	long n = lat_rounds + LAT_WARMUP, i;
-	double *rtt = xcalloc((size_t)n, sizeof(double));
-	struct uepoll_stats s0, s1;
-	int64_t c0 = 0, c1;
-	uint64_t one = 1;
-	pthread_t th;
+	int ab, ba, have_a, have_b, stop;
+};
 
-	ab = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	ba = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (ab < 0 || ba < 0) {
+static int lat_open(struct lat *l, const char *be, long spin)
+{
+	l->ab = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	l->ba = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (l->ab < 0 || l->ba < 0) {
 		perror("eventfd");
-		goto out;
+		return -1;
 	}
-	a = (struct lat_side){ .rfd = ba, .wfd = ab, .spin = lat_spin[p], .stop = &stop };
-	b = (struct lat_side){ .rfd = ab, .wfd = ba, .spin = lat_spin[p], .stop = &stop };
-	if (open_backend(&a.u, be, 4, a.spin) < 0)
-		goto out;
-	have_a = 1;
-	if (open_backend(&b.u, be, 4, b.spin) < 0)
-		goto out;
-	have_b = 1;
-	if (add_fd(&a.u, ba, 0) < 0 || add_fd(&b.u, ab, 0) < 0)
-		goto out;
-	e = pthread_create(&th, NULL, lat_echo, &b);
-	if (e) {
-		fprintf(stderr, "pthread_create: %s\n", strerror(e));
-		goto out;
-	}
-	pin_self(0);
+	l->a = (struct lat_side){ .rfd = l->ba, .wfd = l->ab, .spin = spin, .stop = &l->stop };
+	l->b = (struct lat_side){ .rfd = l->ab, .wfd = l->ba, .spin = spin, .stop = &l->stop };
+	if (open_backend(&l->a.u, be, 4, spin) < 0)
+		return -1;
+	l->have_a = 1;
+	if (open_backend(&l->b.u, be, 4, spin) < 0)
+		return -1;
+	l->have_b = 1;
+	return add_fd(&l->a.u, l->ba, 0) < 0 || add_fd(&l->b.u, l->ab, 0) < 0 ? -1 : 0;
+}
+
+static void lat_close(struct lat *l)
+{
+	if (l->have_a)
+		uepoll_exit(&l->a.u);
+	if (l->have_b)
+		uepoll_exit(&l->b.u);
+	if (l->ab >= 0)
+		close(l->ab);
+	if (l->ba >= 0)
+		close(l->ba);
+}
+
+/*
+ * n round trips from side a (this thread) through the echo thread; rtt[i]
+ * in us; the stats and the CPU time from the end of the warm-up (*s0,
+ * *c0) to the end (*s1, *c1).  The rounds completed.
+ */
+static long lat_bounce(struct lat *l, long n, double *rtt, struct uepoll_stats *s0, int64_t *c0,
+		       struct uepoll_stats *s1, int64_t *c1)
+{
+	uint64_t one = 1;
+	long i;
+
 	for (i = 0; i < n; i++) {
 		int64_t t0;
 
 		if (i == LAT_WARMUP) {
-			uepoll_get_stats(&a.u, &s0);
-			c0 = thread_cpu_ns();
+			uepoll_get_stats(&l->a.u, s0);
+			*c0 = thread_cpu_ns();
 		}
 		t0 = now_ns();
-		if (write(ab, &one, sizeof(one)) != sizeof(one)) {
+		if (write(l->ab, &one, sizeof(one)) != sizeof(one)) {
 			perror("lat: write");
 			break;
 		}
-		if (lat_get(&a) < 0)
+		if (lat_get(&l->a) < 0)
 			break;
 		rtt[i] = (double)(now_ns() - t0) / 1000.0;
-		if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
+		if (__atomic_load_n(&l->stop, __ATOMIC_RELAXED))
 			break;
 	}
-	c1 = thread_cpu_ns();
-	uepoll_get_stats(&a.u, &s1);
-	if (!__atomic_load_n(&stop, __ATOMIC_RELAXED))
-		__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-	if (write(ab, &one, sizeof(one)) != sizeof(one))
+	*c1 = thread_cpu_ns();
+	uepoll_get_stats(&l->a.u, s1);
+	return i;
+}
+
+static int run_lat(const char *be, int p, double *out)
+{
+	struct lat l = { .ab = -1, .ba = -1 };
+	long n = lat_rounds + LAT_WARMUP, i = 0;
+	double *rtt = tool_xcalloc((size_t)n, sizeof(double));
+	struct uepoll_stats s0, s1;
+	int64_t c0 = 0, c1;
+	uint64_t one = 1;
+	pthread_t th;
+	int ret = -1, e;
+
+	if (lat_open(&l, be, lat_spin[p]) < 0)
+		goto out;
+	e = pthread_create(&th, NULL, lat_echo, &l.b);
+	if (e) {
+		fprintf(stderr, "pthread_create: %s\n", strerror(e));
+		goto out;
+	}
+	tool_pin_self(0);
+	i = lat_bounce(&l, n, rtt, &s0, &c0, &s1, &c1);
+	if (!__atomic_load_n(&l.stop, __ATOMIC_RELAXED))
+		__atomic_store_n(&l.stop, 1, __ATOMIC_RELEASE);
+	if (write(l.ab, &one, sizeof(one)) != sizeof(one))
 		perror("lat: write");
 	pthread_join(th, NULL);
-	unpin_self();
-	if (i == n && stop == 1) {
+	tool_unpin_self();
+	if (i == n && l.stop == 1) {
 		double *v = rtt + LAT_WARMUP;
 		size_t m = (size_t)lat_rounds;
 
-		qsort(v, m, sizeof(*v), cmp_double);
-		out[0] = pct(v, m, 0.50);
-		out[1] = pct(v, m, 0.99);
-		out[2] = pct(v, m, 0.999);
+		qsort(v, m, sizeof(*v), tool_cmp_double);
+		out[0] = tool_pct(v, m, 0.50);
+		out[1] = tool_pct(v, m, 0.99);
+		out[2] = tool_pct(v, m, 0.999);
 		out[3] = 1000.0 * (double)((s1.syscalls - s1.ctl_syscalls) - (s0.syscalls - s0.ctl_syscalls)) /
 			 (double)m;
 		out[4] = (double)(c1 - c0) / 1000.0 / (double)m;
 		ret = 0;
 	}
 out:
-	if (have_a)
-		uepoll_exit(&a.u);
-	if (have_b)
-		uepoll_exit(&b.u);
-	if (ab >= 0)
-		close(ab);
-	if (ba >= 0)
-		close(ba);
+	lat_close(&l);
 	free(rtt);
 	return ret;
 }
 
+static int lat_option(int opt, const char *arg)
+{
+	switch (opt) {
+	case 'n': lat_rounds = tool_parse_long(arg, 1, 100000000); return 0;
+	case 'S': lat_slist = arg; return 0;
+	case 'm':
+		lat_busy = !strcmp(arg, "busy");
+		return lat_busy || !strcmp(arg, "sleep") ? 0 : -1;
+	}
+	return -1;
+}
+
+static void lat_setup(struct bench *bn)
+{
+	bn->np = lat_slist ? tool_parse_list(lat_slist, lat_spin, MAXP, 0, UEPOLL_SPIN_MAX) : 1;
+	if (!lat_slist)
+		lat_spin[0] = spin_opt;
+	for (int p = 0; p < bn->np; p++) {
+		if (lat_busy)
+			snprintf(bn->params[p], sizeof(bn->params[p]), "mode=busy");
+		else if (lat_spin[p] < 0)
+			snprintf(bn->params[p], sizeof(bn->params[p]), "mode=sleep;spin=default");
+		else
+			snprintf(bn->params[p], sizeof(bn->params[p]), "mode=sleep;spin=%ld", lat_spin[p]);
+	}
+	if (lat_busy)
+		bn->np = 1;
+}
+
+static const struct metric lat_metrics[] = {
+	{ "rtt_p50_us", "us", LOWER, 1, "abs-log", 1 },
+	{ "rtt_p99_us", "us", LOWER, 1, "abs-log", 2 },
+	{ "rtt_p999_us", "us", LOWER, 0, NULL, 0 },
+	{ "syscalls_per_1000ev", "syscalls/1000 round trips", LOWER, 1, NULL, 0 },
+	{ "cpu_us_per_rtt", "us", LOWER, 0, NULL, 0 },
+	{ NULL }
+};
+
 /* ---- 3. sparse ---------------------------------------------------------------- */
+
+static const char *sparse_nlist = "100,1000,10000";
 
 static long sparse_N[MAXP];
 static long sparse_rounds = 2000;
@@ -763,106 +805,167 @@ static int sparse_both_ends(long N)
 	return raise_nofile(2 * N + 64) < 2 * N + 64;
 }
 
-static int run_sparse(const char *be, int p, double *out)
-{
-	long N = sparse_N[p], active = N / 100 > 0 ? N / 100 : 1, made = 0;
-	int both = sparse_both_ends(N);
-	long pairs = both ? (N + 1) / 2 : N;
-	int (*sv)[2] = xcalloc((size_t)pairs, sizeof(*sv));
-	int *pick = xcalloc((size_t)N, sizeof(int));
-	struct epoll_event *evs = xcalloc((size_t)active + 1, sizeof(*evs));
+struct sparse {
+	long N, active, pairs, made;
+	int both, have_u;
+	int (*sv)[2];		/* registration k: sv[k][0], or sv[k/2][k%2] (both) */
+	int *pick;
+	struct epoll_event *evs;
 	struct uepoll u;
-	struct uepoll_stats s0, s1;
-	unsigned seed = 4242u + (unsigned)p;
-	int64_t tharv = 0, tall0, tall;
-	uint64_t nev = 0;
-	int ret = -1, have_u = 0;
+	int64_t tharv;		/* time in uepoll_wait */
+};
+
+static int sparse_open(struct sparse *s, const char *be, long N)
+{
+	s->N = N;
+	s->active = N / 100 > 0 ? N / 100 : 1;
+	s->both = sparse_both_ends(N);
+	s->pairs = s->both ? (N + 1) / 2 : N;
+	s->sv = tool_xcalloc((size_t)s->pairs, sizeof(*s->sv));
+	s->pick = tool_xcalloc((size_t)N, sizeof(int));
+	s->evs = tool_xcalloc((size_t)s->active + 1, sizeof(*s->evs));
+	if (open_backend(&s->u, be, (unsigned)N, spin_opt) < 0)
+		return -1;
+	s->have_u = 1;
+	for (s->made = 0; s->made < s->pairs; s->made++)
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, s->sv[s->made]) < 0) {
+			perror("socketpair (RLIMIT_NOFILE?)");
+			return -1;
+		}
+	for (long k = 0; k < N; k++)
+		if (add_fd(&s->u, s->both ? s->sv[k / 2][k % 2] : s->sv[k][0], (uint64_t)k) < 0)
+			return -1;
+	for (long k = 0; k < N; k++)
+		s->pick[k] = (int)k;
+	return 0;
+}
+
+static void sparse_close(struct sparse *s)
+{
+	if (s->have_u)
+		uepoll_exit(&s->u);
+	for (long k = 0; k < s->made; k++) {
+		close(s->sv[k][0]);
+		close(s->sv[k][1]);
+	}
+	free(s->sv);
+	free(s->pick);
+	free(s->evs);
+}
+
+/* a fresh random 1%, written: partial Fisher-Yates */
+static int sparse_write(struct sparse *s, unsigned *seed)
+{
 	char c = 'x';
 
-	if (open_backend(&u, be, (unsigned)N, spin_opt) < 0)
-		goto out;
-	have_u = 1;
-	for (made = 0; made < pairs; made++) {
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv[made]) < 0) {
-			perror("socketpair (RLIMIT_NOFILE?)");
-			goto out;
+	for (long k = 0; k < s->active; k++) {
+		long j = k + (long)(rand_r(seed) % (unsigned)(s->N - k));
+		int t = s->pick[k], w;
+
+		s->pick[k] = s->pick[j];
+		s->pick[j] = t;
+		w = s->both ? s->sv[s->pick[k] / 2][1 - s->pick[k] % 2] : s->sv[s->pick[k]][1];
+		if (write(w, &c, 1) != 1) {
+			perror("sparse: write");
+			return -1;
 		}
 	}
-	/* registration k: sv[k][0] (one end), or sv[k/2][k%2] (both ends) */
-	for (long k = 0; k < N; k++)
-		if (add_fd(&u, both ? sv[k / 2][k % 2] : sv[k][0], (uint64_t)k) < 0)
-			goto out;
-	for (long k = 0; k < N; k++)
-		pick[k] = (int)k;
-	uepoll_get_stats(&u, &s0);
+	return 0;
+}
+
+/* harvest the round's events, timing the harvests: their count, -1 on an error or a stall */
+static long sparse_harvest(struct sparse *s)
+{
+	long got = 0;
+
+	while (got < s->active) {
+		int64_t t0 = now_ns();
+		int n = uepoll_wait(&s->u, s->evs, (int)s->active + 1, 1000);
+
+		s->tharv += now_ns() - t0;
+		if (n < 0 && n != -EINTR) {
+			fprintf(stderr, "sparse: uepoll_wait: %s\n", strerror(-n));
+			return -1;
+		}
+		if (n == 0) {
+			fprintf(stderr, "sparse: %ld of %ld events after 1 s\n", got, s->active);
+			return -1;
+		}
+		for (int i = 0; i < n; i++) {
+			uint64_t k = s->evs[i].data.u64;
+			char b;
+
+			if (read(s->both ? s->sv[k / 2][k % 2] : s->sv[k][0], &b, 1) != 1) {
+				perror("sparse: read");
+				return -1;
+			}
+		}
+		got += n > 0 ? n : 0;
+	}
+	return got;
+}
+
+static int run_sparse(const char *be, int p, double *out)
+{
+	struct sparse s = { 0 };
+	struct uepoll_stats s0, s1;
+	unsigned seed = 4242u + (unsigned)p;
+	int64_t tall0, tall;
+	uint64_t nev = 0;
+	int ret = -1;
+
+	if (sparse_open(&s, be, sparse_N[p]) < 0)
+		goto out;
+	uepoll_get_stats(&s.u, &s0);
 	tall0 = now_ns();
 	for (long r = 0; r < sparse_rounds; r++) {
-		long got = 0;
+		long got = sparse_write(&s, &seed) < 0 ? -1 : sparse_harvest(&s);
 
-		/* a fresh random 1% each round: partial Fisher-Yates */
-		for (long k = 0; k < active; k++) {
-			long j = k + (long)(rand_r(&seed) % (unsigned)(N - k));
-			int t = pick[k];
-
-			pick[k] = pick[j];
-			pick[j] = t;
-			int w = both ? sv[pick[k] / 2][1 - pick[k] % 2] : sv[pick[k]][1];
-
-			if (write(w, &c, 1) != 1) {
-				perror("sparse: write");
-				goto out;
-			}
-		}
-		while (got < active) {
-			int64_t t0 = now_ns();
-			int n = uepoll_wait(&u, evs, (int)active + 1, 1000);
-
-			tharv += now_ns() - t0;
-			if (n < 0 && n != -EINTR) {
-				fprintf(stderr, "sparse: uepoll_wait: %s\n", strerror(-n));
-				goto out;
-			}
-			if (n == 0) {
-				fprintf(stderr, "sparse: %ld of %ld events after 1 s\n", got, active);
-				goto out;
-			}
-			for (int i = 0; i < n; i++) {
-				char b;
-
-				uint64_t k = evs[i].data.u64;
-
-				if (read(both ? sv[k / 2][k % 2] : sv[k][0], &b, 1) != 1) {
-					perror("sparse: read");
-					goto out;
-				}
-			}
-			got += n > 0 ? n : 0;
-		}
+		if (got < 0)
+			goto out;
 		nev += (uint64_t)got;
 	}
 	tall = now_ns() - tall0;
-	uepoll_get_stats(&u, &s1);
-	out[0] = (double)tharv / (double)nev;
+	uepoll_get_stats(&s.u, &s1);
+	out[0] = (double)s.tharv / (double)nev;
 	out[1] = (double)tall / (double)nev;
 	out[2] = 1000.0 * (double)((s1.syscalls - s1.ctl_syscalls) - (s0.syscalls - s0.ctl_syscalls)) / (double)nev;
 	ret = 0;
 out:
-	if (have_u)
-		uepoll_exit(&u);
-	for (long k = 0; k < made; k++) {
-		close(sv[k][0]);
-		close(sv[k][1]);
-	}
-	free(sv);
-	free(pick);
-	free(evs);
+	sparse_close(&s);
 	return ret;
 }
+
+static int sparse_option(int opt, const char *arg)
+{
+	switch (opt) {
+	case 'N': sparse_nlist = arg; return 0;
+	case 'r': sparse_rounds = tool_parse_long(arg, 1, 100000000); return 0;
+	}
+	return -1;
+}
+
+static void sparse_setup(struct bench *bn)
+{
+	bn->np = tool_parse_list(sparse_nlist, sparse_N, MAXP, 1, UEPOLL_MAX_ITEMS);
+	for (int p = 0; p < bn->np; p++)
+		snprintf(bn->params[p], sizeof(bn->params[p]), "registered=%ld;active=%ld;%s", sparse_N[p],
+			 sparse_N[p] / 100 > 0 ? sparse_N[p] / 100 : 1,
+			 sparse_both_ends(sparse_N[p]) ? "both-ends" : "one-end");
+}
+
+static const struct metric sparse_metrics[] = {
+	{ "harvest_ns_per_event", "ns", LOWER, 1, "abs-log", 1 },
+	{ "round_ns_per_event", "ns", LOWER, 0, NULL, 0 },
+	{ "syscalls_per_1000ev", "syscalls/1000 events", LOWER, 0, "abs", 2 },
+	{ NULL }
+};
 
 /* ---- 5. idle / slow load ----------------------------------------------------------- */
 
 static double idle_rate = 200;
 static double idle_secs = 1.0;
+static const char *idle_slist;
 static long idle_spin[MAXP];
 
 struct idle {
@@ -877,8 +980,8 @@ static void *idle_producer(void *arg)
 	int64_t period = (int64_t)(1e9 / idle_rate), next;
 	uint64_t one = 1;
 
-	pin_self(1);
-	next = mono_ns();
+	tool_pin_self(1);
+	next = tool_now_ns();
 
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
 		struct timespec ts;
@@ -923,7 +1026,7 @@ static void *soaker(void *arg)
 	int64_t last, t;
 	uint64_t gaps = 0;
 
-	pin_self(0);
+	tool_pin_self(0);
 	pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
 	last = now_ns();
 	while (!__atomic_load_n(&k->stop, __ATOMIC_RELAXED)) {
@@ -936,21 +1039,108 @@ static void *soaker(void *arg)
 	return NULL;
 }
 
-static int run_idle(const char *be, int p, double *out)
+/* with the coarse clock (use_tsc): the soaker on this thread's CPU (0) */
+static int soak_start(struct soak *k, pthread_t *sth)
 {
-	struct soak k = { 0 };
-	pthread_t sth;
-	int soaking = 0;
-	struct idle s = { .efd = -1 };
-	size_t cap = (size_t)(idle_rate * idle_secs * 2) + 16, nl = 0;
-	double *lat = xcalloc(cap, sizeof(double));
-	struct uepoll u;
+	int e = pthread_create(sth, NULL, soaker, k);
+
+	if (e) {
+		fprintf(stderr, "pthread_create: %s\n", strerror(e));
+		return -1;
+	}
+	usleep(20000);
+	__atomic_store_n(&k->on, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * The consumer for idle_secs: wait, read, the wake-up latency of each
+ * event into lat[] (at most cap, *nl of them); the events, the CPU time
+ * (*cpu) and the library's sleep/harvest system calls (*sys).
+ */
+static uint64_t idle_consume(struct uepoll *u, struct idle *s, double *lat, size_t cap, size_t *nl,
+			     int64_t *cpu, uint64_t *sys)
+{
 	struct uepoll_stats s0, s1;
 	struct epoll_event evs[4];
-	int64_t t0, end, c0, c1;
+	int64_t end, c0;
 	uint64_t nev = 0;
-	int ret = -1, have_u = 0, e;
-	pthread_t th;
+
+	uepoll_get_stats(u, &s0);
+	c0 = thread_cpu_ns();
+	end = now_ns() + (int64_t)(idle_secs * 1e9);
+	while (now_ns() < end) {
+		int n = uepoll_wait(u, evs, 4, 100);
+		uint64_t v;
+
+		if (n < 0 && n != -EINTR) {
+			fprintf(stderr, "idle: uepoll_wait: %s\n", strerror(-n));
+			break;
+		}
+		if (n <= 0)
+			continue;
+		if (read(s->efd, &v, sizeof(v)) == sizeof(v) && *nl < cap)
+			lat[(*nl)++] = (double)(now_ns() - __atomic_load_n(&s->sent, __ATOMIC_ACQUIRE)) / 1000.0;
+		nev += (uint64_t)n;
+	}
+	*cpu = thread_cpu_ns() - c0;
+	uepoll_get_stats(u, &s1);
+	*sys = (s1.syscalls - s1.ctl_syscalls) - (s0.syscalls - s0.ctl_syscalls);
+	return nev;
+}
+
+/* producer, soaker (coarse clock) and consumer; the figures; 0 or -1 */
+static int idle_measure(struct uepoll *u, struct idle *s, double *lat, size_t cap, double *out)
+{
+	struct soak k = { 0 };
+	pthread_t th, sth;
+	int soaking = 0, e;
+	size_t nl = 0;
+	int64_t cpu;
+	uint64_t nev, sys;
+
+	e = pthread_create(&th, NULL, idle_producer, s);
+	if (e) {
+		fprintf(stderr, "pthread_create: %s\n", strerror(e));
+		return -1;
+	}
+	tool_pin_self(0);
+	if (use_tsc && soak_start(&k, &sth) < 0) {
+		__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
+		pthread_join(th, NULL);
+		tool_unpin_self();
+		return -1;
+	}
+	soaking = use_tsc;
+	nev = idle_consume(u, s, lat, cap, &nl, &cpu, &sys);
+	__atomic_store_n(&k.on, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	if (soaking) {
+		__atomic_store_n(&k.stop, 1, __ATOMIC_RELAXED);
+		pthread_join(sth, NULL);
+	}
+	tool_unpin_self();
+	if (!nev || !nl) {
+		fprintf(stderr, "idle: no event\n");
+		return -1;
+	}
+	qsort(lat, nl, sizeof(*lat), tool_cmp_double);
+	out[0] = (soaking ? (double)k.gaps : (double)cpu) / 1000.0 / (double)nev;
+	out[1] = tool_pct(lat, nl, 0.50);
+	out[2] = tool_pct(lat, nl, 0.99);
+	out[3] = 1000.0 * (double)sys / (double)nev;
+	out[4] = (double)nev / idle_secs;
+	return 0;
+}
+
+static int run_idle(const char *be, int p, double *out)
+{
+	struct idle s = { .efd = -1 };
+	size_t cap = (size_t)(idle_rate * idle_secs * 2) + 16;
+	double *lat = tool_xcalloc(cap, sizeof(double));
+	struct uepoll u;
+	int ret = -1, have_u = 0;
 
 	s.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (s.efd < 0) {
@@ -962,65 +1152,7 @@ static int run_idle(const char *be, int p, double *out)
 	have_u = 1;
 	if (add_fd(&u, s.efd, 0) < 0)
 		goto out;
-	e = pthread_create(&th, NULL, idle_producer, &s);
-	if (e) {
-		fprintf(stderr, "pthread_create: %s\n", strerror(e));
-		goto out;
-	}
-	pin_self(0);
-	if (use_tsc) {
-		e = pthread_create(&sth, NULL, soaker, &k);
-		if (e) {
-			fprintf(stderr, "pthread_create: %s\n", strerror(e));
-			__atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
-			pthread_join(th, NULL);
-			unpin_self();
-			goto out;
-		}
-		soaking = 1;
-		usleep(20000);
-		__atomic_store_n(&k.on, 1, __ATOMIC_RELAXED);
-	}
-	uepoll_get_stats(&u, &s0);
-	c0 = thread_cpu_ns();
-	t0 = now_ns();
-	end = t0 + (int64_t)(idle_secs * 1e9);
-	while (now_ns() < end) {
-		int n = uepoll_wait(&u, evs, 4, 100);
-		uint64_t v;
-
-		if (n < 0 && n != -EINTR) {
-			fprintf(stderr, "idle: uepoll_wait: %s\n", strerror(-n));
-			break;
-		}
-		if (n <= 0)
-			continue;
-		if (read(s.efd, &v, sizeof(v)) == sizeof(v) && nl < cap)
-			lat[nl++] = (double)(now_ns() - __atomic_load_n(&s.sent, __ATOMIC_ACQUIRE)) / 1000.0;
-		nev += (uint64_t)n;
-	}
-	c1 = thread_cpu_ns();
-	uepoll_get_stats(&u, &s1);
-	__atomic_store_n(&k.on, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
-	pthread_join(th, NULL);
-	if (soaking) {
-		__atomic_store_n(&k.stop, 1, __ATOMIC_RELAXED);
-		pthread_join(sth, NULL);
-	}
-	unpin_self();
-	if (nev && nl) {
-		qsort(lat, nl, sizeof(*lat), cmp_double);
-		out[0] = (soaking ? (double)k.gaps : (double)(c1 - c0)) / 1000.0 / (double)nev;
-		out[1] = pct(lat, nl, 0.50);
-		out[2] = pct(lat, nl, 0.99);
-		out[3] = 1000.0 * (double)((s1.syscalls - s1.ctl_syscalls) - (s0.syscalls - s0.ctl_syscalls)) /
-			 (double)nev;
-		out[4] = (double)nev / ((double)(end - t0) / 1e9);
-		ret = 0;
-	} else {
-		fprintf(stderr, "idle: no event\n");
-	}
+	ret = idle_measure(&u, &s, lat, cap, out);
 out:
 	if (have_u)
 		uepoll_exit(&u);
@@ -1029,6 +1161,40 @@ out:
 	free(lat);
 	return ret;
 }
+
+static int idle_option(int opt, const char *arg)
+{
+	switch (opt) {
+	case 'f': idle_rate = tool_parse_double(arg, 0.1, 100000); return 0;
+	case 'd': idle_secs = tool_parse_double(arg, 0.01, 3600); return 0;
+	case 'S': idle_slist = arg; return 0;
+	}
+	return -1;
+}
+
+static void idle_setup(struct bench *bn)
+{
+	bn->np = idle_slist ? tool_parse_list(idle_slist, idle_spin, MAXP, 0, UEPOLL_SPIN_MAX) : 1;
+	if (!idle_slist)
+		idle_spin[0] = spin_opt;
+	for (int p = 0; p < bn->np; p++) {
+		char spin[24] = "default";
+
+		if (idle_spin[p] >= 0)
+			snprintf(spin, sizeof(spin), "%ld", idle_spin[p]);
+		snprintf(bn->params[p], sizeof(bn->params[p]), "rate=%g;spin=%s%s", idle_rate, spin,
+			 use_tsc ? ";cpu=soak" : "");
+	}
+}
+
+static const struct metric idle_metrics[] = {
+	{ "cpu_us_per_event", "us", LOWER, 1, "abs-log", 1 },
+	{ "wake_p50_us", "us", LOWER, 0, "abs-log", 2 },
+	{ "wake_p99_us", "us", LOWER, 0, NULL, 0 },
+	{ "syscalls_per_1000ev", "syscalls/1000 events", LOWER, 0, NULL, 0 },
+	{ "events_per_s", "events/s", HIGHER, 0, NULL, 0 },
+	{ NULL }
+};
 
 /* ---- 4. TCP: drive uepoll-httpd and uepoll-httpload ----------------------------------- */
 
@@ -1041,7 +1207,7 @@ static void find_tooldir(void)
 	ssize_t n = readlink("/proc/self/exe", tooldir, sizeof(tooldir) - 1);
 
 	if (n <= 0) {
-		snprintf(tooldir, sizeof(tooldir), "%s", prog);
+		snprintf(tooldir, sizeof(tooldir), "%s", tool_prog);
 		n = (ssize_t)strlen(tooldir);
 	}
 	tooldir[n] = 0;
@@ -1102,251 +1268,402 @@ static double kv(const char *line, const char *key)
 	return -1;
 }
 
-static int run_tcp(const char *be, int p, double *out)
+/* uepoll-httpd for backend be (a library backend, or epoll-lt); its port in *port */
+static pid_t tcp_server(const char *be, FILE **sf, int *port)
 {
-	char srv[PATH_MAX + 32], cli[PATH_MAX + 32], line[512], portbuf[16], cbuf[16], nbuf[16], sbuf[24];
-	char *sargv[8], *cargv[12], stats[512] = "", result[512] = "";
-	FILE *sf = NULL, *cf = NULL;
-	pid_t spid, cpid;
-	int port = -1, st, ret = -1, na = 0;
+	static char srv[PATH_MAX + 32], sbuf[24];
+	char *argv[8], line[512];
+	int na = 0;
+	pid_t pid;
 
-	(void)p;
 	snprintf(srv, sizeof(srv), "%s/uepoll-httpd", tooldir);
-	snprintf(cli, sizeof(cli), "%s/uepoll-httpload", tooldir);
-	sargv[na++] = srv;
-	if (!strcmp(be, "epoll-lt")) {
-		sargv[na++] = (char *)"--plain-epoll-lt";
+	argv[na++] = srv;
+	if (is_baseline(be)) {		/* epoll-lt: the server without the library */
+		argv[na++] = (char *)"--plain-epoll-lt";
 	} else {
-		sargv[na++] = (char *)"-b";
-		sargv[na++] = (char *)be;
+		argv[na++] = (char *)"-b";
+		argv[na++] = (char *)be;
 		if (spin_opt >= 0) {
 			snprintf(sbuf, sizeof(sbuf), "%ld", spin_opt);
-			sargv[na++] = (char *)"-s";
-			sargv[na++] = sbuf;
+			argv[na++] = (char *)"-s";
+			argv[na++] = sbuf;
 		}
 	}
-	sargv[na++] = (char *)"-p";
-	sargv[na++] = (char *)"0";
-	sargv[na] = NULL;
-	spid = spawn(sargv, &sf);
-	if (spid < 0)
+	argv[na++] = (char *)"-p";
+	argv[na++] = (char *)"0";
+	argv[na] = NULL;
+	pid = spawn(argv, sf);
+	*port = -1;
+	if (pid < 0)
 		return -1;
-	while (fgets(line, sizeof(line), sf))
-		if (sscanf(line, "PORT %d", &port) == 1)
+	while (fgets(line, sizeof(line), *sf))
+		if (sscanf(line, "PORT %d", port) == 1)
 			break;
-	if (port <= 0) {
-		fprintf(stderr, "tcp: %s gave no port\n", srv);
-		kill(spid, SIGKILL);
-		goto reap;
-	}
+	return pid;
+}
+
+/* uepoll-httpload against port: its RESULT line into result[] (size 512) */
+static int tcp_client(int port, char *result)
+{
+	static char cli[PATH_MAX + 32];
+	char portbuf[16], cbuf[16], nbuf[16], line[512];
+	char *argv[] = { cli, (char *)"-p", portbuf, (char *)"-c", cbuf, (char *)"-n", nbuf, NULL };
+	FILE *cf;
+	pid_t pid;
+	int st;
+
+	snprintf(cli, sizeof(cli), "%s/uepoll-httpload", tooldir);
 	snprintf(portbuf, sizeof(portbuf), "%d", port);
 	snprintf(cbuf, sizeof(cbuf), "%ld", tcp_conns);
 	snprintf(nbuf, sizeof(nbuf), "%ld", tcp_requests);
-	na = 0;
-	cargv[na++] = cli;
-	cargv[na++] = (char *)"-p";
-	cargv[na++] = portbuf;
-	cargv[na++] = (char *)"-c";
-	cargv[na++] = cbuf;
-	cargv[na++] = (char *)"-n";
-	cargv[na++] = nbuf;
-	cargv[na] = NULL;
-	cpid = spawn(cargv, &cf);
-	if (cpid < 0) {
-		kill(spid, SIGKILL);
-		goto reap;
-	}
+	pid = spawn(argv, &cf);
+	if (pid < 0)
+		return -1;
 	while (fgets(line, sizeof(line), cf))
 		if (!strncmp(line, "RESULT ", 7))
-			snprintf(result, sizeof(result), "%s", line);
+			snprintf(result, 512, "%s", line);
 	fclose(cf);
-	if (waitpid(cpid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fprintf(stderr, "tcp: client failed (status 0x%x)\n", st);
-	kill(spid, SIGTERM);
-	while (fgets(line, sizeof(line), sf))
-		if (!strncmp(line, "STATS ", 6))
-			snprintf(stats, sizeof(stats), "%s", line);
-reap:
+	return 0;
+}
+
+static int run_tcp(const char *be, int p, double *out)
+{
+	char line[512], stats[512] = "", result[512] = "";
+	FILE *sf = NULL;
+	pid_t spid;
+	int port, st;
+	double req;
+
+	(void)p;
+	spid = tcp_server(be, &sf, &port);
+	if (spid < 0)
+		return -1;
+	if (port <= 0)
+		fprintf(stderr, "tcp: uepoll-httpd gave no port\n");
+	if (port <= 0 || tcp_client(port, result) < 0) {
+		kill(spid, SIGKILL);
+	} else {
+		kill(spid, SIGTERM);
+		while (fgets(line, sizeof(line), sf))
+			if (!strncmp(line, "STATS ", 6))
+				snprintf(stats, sizeof(stats), "%s", line);
+	}
 	fclose(sf);
 	if (waitpid(spid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fprintf(stderr, "tcp: server %s ended with status 0x%x\n", be, st);
-	if (result[0] && stats[0] && kv(result, "errors") == 0) {
-		double req = kv(stats, "requests");
-
-		out[0] = kv(result, "req_per_s");
-		out[1] = kv(result, "p50_ms");
-		out[2] = kv(result, "p99_ms");
-		out[3] = req > 0 ? 1000.0 * kv(stats, "wait_syscalls") / req : 0;
-		out[4] = req > 0 ? 1000.0 * kv(stats, "ctl_syscalls") / req : 0;
-		ret = 0;
-	} else {
+	if (!result[0] || !stats[0] || kv(result, "errors") != 0) {
 		fprintf(stderr, "tcp: %s: result '%s' stats '%s'\n", be, result, stats);
+		return -1;
 	}
-	return ret;
+	req = kv(stats, "requests");
+	out[0] = kv(result, "req_per_s");
+	out[1] = kv(result, "p50_ms");
+	out[2] = kv(result, "p99_ms");
+	out[3] = req > 0 ? 1000.0 * kv(stats, "wait_syscalls") / req : 0;
+	out[4] = req > 0 ? 1000.0 * kv(stats, "ctl_syscalls") / req : 0;
+	return 0;
+}
+
+static int tcp_option(int opt, const char *arg)
+{
+	switch (opt) {
+	case 'c': tcp_conns = tool_parse_long(arg, 1, 10000); return 0;
+	case 'n': tcp_requests = tool_parse_long(arg, 1, 100000000); return 0;
+	}
+	return -1;
+}
+
+static void tcp_setup(struct bench *bn)
+{
+	bn->np = 1;
+	snprintf(bn->params[0], sizeof(bn->params[0]), "conns=%ld;requests=%ld", tcp_conns, tcp_requests);
+}
+
+static const struct metric tcp_metrics[] = {
+	{ "req_per_s", "req/s", HIGHER, 1, "ratio", 1 },
+	{ "lat_p50_ms", "ms", LOWER, 0, NULL, 0 },
+	{ "lat_p99_ms", "ms", LOWER, 1, "ratio", 2 },
+	{ "wait_syscalls_per_1000req", "syscalls/1000 requests", LOWER, 1, NULL, 0 },
+	{ "ctl_syscalls_per_1000req", "syscalls/1000 requests", LOWER, 1, NULL, 0 },
+	{ NULL }
+};
+
+/* ---- the scenario table ------------------------------------------------------------ */
+
+/*
+ * A new scenario: its section above (options, setup, run, metrics) and an
+ * entry here; scripts/bench and scripts/bench-report read it through
+ * --describe.  The parameter sets: T producers; spin sweep 0 64 256 1024
+ * 4096 (lat, idle) picks the default spin budget; sparse 100/1000/10000
+ * registered, 1% active; tcp: the seed's 200 connections x 20,000
+ * requests.  The guest's counts are scaled down (TCG), each set with the
+ * timeout vm/check gives it.
+ */
+static const struct scenario scenarios[] = {
+	{
+		.name = "sat", .opts = "t:d:", .usage = "[-t T,T,...] [-d seconds]",
+		.title = "1. saturation: T producer threads, one consumer",
+		.chart_title = "1. saturation: T producers, one consumer",
+		.option = sat_option, .setup = sat_setup, .run = run_sat, .metrics = sat_metrics,
+		.summary_params = "^T=(1|8|64)$",
+		.note = "events_per_s = eventfd increments delivered per second (the producers write 1 "
+			"each); syscalls_per_1000ev = the consumer's library system calls per 1000 harvested "
+			"events.  The CPU split (what the backend changes, the producers being the "
+			"bottleneck): consumer_cpu_ns_per_event / _per_increment = the consumer thread's CPU "
+			"per harvested event / per delivered increment; consumer_cpu_share, producer_cpu_share "
+			"= CPU time / wall time in CPUs (the T producers summed); "
+			"producer_cpu_ns_per_increment = the cost of one write(2).",
+		.host = { { "-R 5 -t 1,2,8,64 -d 1" } },
+		.host_quick = { { "-R 2 -t 1,8,64 -d 0.3" } },
+		.guest = { { "-R 3 -t 1,2,8,64 -d 1", 900 } },
+		.guest_quick = { { "-R 2 -t 1,8,64 -d 0.5", 300 } },
+	}, {
+		.name = "lat", .opts = "n:m:S:", .usage = "[-n rounds] [-m sleep|busy] [-S spin,spin,...]",
+		.title = "2. wake latency: one event bounced between two threads (round trip)",
+		.chart_title = "2. wake latency (round trip), by spin budget",
+		.option = lat_option, .setup = lat_setup, .run = run_lat, .metrics = lat_metrics,
+		.summary_params = "spin=(0|256|1024)$|busy",
+		.note = "round trip between two threads; mode=sleep: uepoll_wait, spin = the spin "
+			"budget; mode=busy: uepoll_harvest in a loop.",
+		.host = { { "-R 5 -n 20000 -S 0,64,256,1024,4096" }, { "-R 5 -n 20000 -m busy" } },
+		.host_quick = { { "-R 2 -n 3000 -S 0,256,4096" }, { "-R 2 -n 3000 -m busy" } },
+		.guest = { { "-R 3 -n 5000 -S 0,64,256,1024,4096", 1200 }, { "-R 3 -n 5000 -m busy", 600 } },
+		.guest_quick = { { "-R 2 -n 500 -S 0,256,4096", 300 }, { "-R 2 -n 500 -m busy", 300 } },
+	}, {
+		.name = "sparse", .opts = "N:r:", .usage = "[-N registered,registered,...] [-r rounds]",
+		.title = "3. sparse: 1% of the registered sockets active",
+		.chart_title = "3. sparse: 1% active, by registered count",
+		.option = sparse_option, .setup = sparse_setup, .run = run_sparse, .metrics = sparse_metrics,
+		.hide = "one-end,both-ends",
+		.note = "harvest_ns_per_event = time in uepoll_wait per harvested event, 1% of the "
+			"registered sockets written each round.",
+		.host = { { "-R 5 -N 100,1000,10000 -r 2000" } },
+		.host_quick = { { "-R 2 -N 100,10000 -r 300" } },
+		.guest = { { "-R 3 -N 100,1000,10000 -r 200", 1200 } },
+		.guest_quick = { { "-R 2 -N 100,10000 -r 50", 600 } },
+	}, {
+		.name = "tcp", .opts = "c:n:", .usage = "[-c connections] [-n requests]",
+		.title = "4. TCP: single-threaded HTTP/1.0 server, 200 connections",
+		.chart_title = "4. TCP: HTTP/1.0 server, 200 connections",
+		.option = tcp_option, .setup = tcp_setup, .run = run_tcp, .metrics = tcp_metrics,
+		.baselines = 1,
+		.note = "req_per_s and lat_p99_ms from the load client (a separate process); the "
+			"server's wait and ctl system calls per 1000 requests.",
+		.host = { { "-R 5 -c 200 -n 20000" } },
+		.host_quick = { { "-R 2 -c 200 -n 5000" } },
+		.guest = { { "-R 3 -c 200 -n 20000", 1800 } },
+		.guest_quick = { { "-R 2 -c 200 -n 2000", 600 } },
+	}, {
+		.name = "idle", .opts = "f:d:S:", .usage = "[-f events_per_s] [-d seconds] [-S spin,spin,...]",
+		.title = "5. idle / slow load: few events per second",
+		.chart_title = "5. idle: few events per second, by spin budget",
+		.option = idle_option, .setup = idle_setup, .run = run_idle, .metrics = idle_metrics,
+		.summary_params = "spin=(0|256|1024|4096)(;|$)", .summary_hide = "cpu=soak",
+		.note = "rate = events per second; cpu_us_per_event = the consumer's CPU per event "
+			"(params cpu=soak in results.csv: measured by a SCHED_IDLE soaker, coarse guest "
+			"clock); wake = from the write to the harvest.",
+		.host = { { "-R 3 -f 100 -d 3 -S 0,64,256,1024,4096" } },
+		.host_quick = { { "-R 2 -f 100 -d 0.5 -S 0,256,4096" } },
+		.guest = { { "-R 3 -f 100 -d 3 -S 0,64,256,1024,4096", 900 } },
+		.guest_quick = { { "-R 2 -f 100 -d 0.5 -S 0,256,4096", 300 } },
+	},
+};
+#define NSCENARIOS (int)(sizeof(scenarios) / sizeof(scenarios[0]))
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: %s SCENARIO [-B backends] [-R repeats] [-E env] [-s spin] [options]\n",
+		tool_prog);
+	for (int i = 0; i < NSCENARIOS; i++)
+		fprintf(stderr, "  %-7s %s\n", scenarios[i].name, scenarios[i].usage);
+	fprintf(stderr,
+		"       %s --describe\n"
+		"  the scenario table, one tab-separated record per line, the kind first:\n"
+		"    backend   NAME library|baseline WHERE DESCRIPTION\n"
+		"    scenario  NAME TITLE CHART_TITLE BACKENDS SUMMARY_PARAMS HIDE SUMMARY_HIDE\n"
+		"    metric    SCENARIO NAME UNIT BETTER SUMMARY CHART PANEL\n"
+		"    set       SCENARIO host|guest full|quick TIMEOUT ARGS\n"
+		"    note      SCENARIO TEXT\n"
+		"  '-': empty.  backend: the library's in the automatic choice's order, then\n"
+		"  the benchmark's own baselines; WHERE: host,guest or guest (where make bench\n"
+		"  runs it).  scenario: BACKENDS: the -B list of the guest set; SUMMARY_PARAMS:\n"
+		"  regex, the params in summary.md; HIDE: comma list of params words left out\n"
+		"  of labels, SUMMARY_HIDE: of summary.md's rows only.  metric: in CSV order; BETTER: higher|lower|none (none: describes\n"
+		"  the run, never judged); SUMMARY: 1 = a row of summary.md; CHART:\n"
+		"  ratio|abs[-log]: a panel of the scenario's chart, the ratio to epoll or the\n"
+		"  value, log scale; PANEL: its place (1 = top).  set: the parameter sets of\n"
+		"  make bench, in the order it runs them; TIMEOUT: seconds, the guest's.\n",
+		tool_prog);
+	exit(2);
+}
+
+/* ---- --describe -------------------------------------------------------------------- */
+
+static const char *dash(const char *s)
+{
+	return s && *s ? s : "-";
+}
+
+/* the -B list of a scenario: the library's backends, then its baselines */
+static void backend_list(const struct scenario *sc, char *buf, size_t size)
+{
+	const char *b;
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (int i = 0; (b = tool_backend_name(i)); i++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? "," : "", b);
+	for (int i = 0; sc->baselines && i < NBASELINES && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, ",%s", baselines[i].name);
+}
+
+static void describe_sets(const struct scenario *sc, const char *env, const char *size,
+			  const struct pset *set)
+{
+	for (int i = 0; i < MAXSET && set[i].args; i++) {
+		printf("set\t%s\t%s\t%s\t", sc->name, env, size);
+		if (set[i].timeout)
+			printf("%d", set[i].timeout);
+		else
+			printf("-");
+		printf("\t%s\n", set[i].args);
+	}
+}
+
+static void describe_scenario(const struct scenario *sc)
+{
+	static const char *const better[] = { "lower", "higher", "none" };
+	char bl[128];
+
+	backend_list(sc, bl, sizeof(bl));
+	printf("scenario\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sc->name, sc->title, sc->chart_title, bl,
+	       dash(sc->summary_params), dash(sc->hide), dash(sc->summary_hide));
+	for (const struct metric *m = sc->metrics; m->name; m++)
+		printf("metric\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", sc->name, m->name, m->unit,
+		       better[m->better], m->summary, dash(m->chart), m->panel);
+	describe_sets(sc, "host", "full", sc->host);
+	describe_sets(sc, "host", "quick", sc->host_quick);
+	describe_sets(sc, "guest", "full", sc->guest);
+	describe_sets(sc, "guest", "quick", sc->guest_quick);
+	if (sc->note)
+		printf("note\t%s\t%s\n", sc->name, sc->note);
+}
+
+static int describe(void)
+{
+	const char *b;
+	unsigned flags;
+
+	/* native needs the patched kernel: make bench has it in the guest only */
+	for (int i = 0; (b = tool_backend_name(i)); i++) {
+		int native = !tool_backend(b, &flags) && flags == UEPOLL_BACKEND_NATIVE;
+
+		printf("backend\t%s\tlibrary\t%s\tthe library's %s backend\n", b,
+		       native ? "guest" : "host,guest", b);
+	}
+	for (int i = 0; i < NBASELINES; i++)
+		printf("backend\t%s\tbaseline\thost,guest\t%s\n", baselines[i].name, baselines[i].what);
+	for (int i = 0; i < NSCENARIOS; i++)
+		describe_scenario(&scenarios[i]);
+	return fflush(stdout) ? 1 : 0;
 }
 
 /* ---- main ---------------------------------------------------------------------- */
 
-int main(int argc, char **argv)
+/* -B: the requested backends that are available here */
+static void pick_listed(struct bench *bn, const char *blist)
 {
-	static struct bench bn;
-	const char *sc, *blist = NULL, *tlist = "1,2,8,64", *slist = NULL, *nlist = "100,1000,10000";
-	run_fn fn;
-	int opt, with_lt;
+	static char buf[128];	/* bn->be[] points into it */
+	char *save = NULL, *tok;
+	unsigned flags;
 
-	prog = argv[0];
-	if (argc < 2 || argv[1][0] == '-')
+	if (strlen(blist) >= sizeof(buf))
 		usage();
-	sc = argv[1];
-	if (strcmp(sc, "sat") && strcmp(sc, "lat") && strcmp(sc, "sparse") && strcmp(sc, "idle") &&
-	    strcmp(sc, "tcp"))
-		usage();
+	strcpy(buf, blist);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int base = bn->sc->baselines && is_baseline(tok);
+
+		if ((!base && (tool_backend(tok, &flags) || flags == UEPOLL_BACKEND_AUTO)) || bn->nb == MAXB) {
+			fprintf(stderr, "%s: bad backend '%s'\n", tool_prog, tok);
+			usage();
+		}
+		if (!base && tool_backend_probe(flags) < 0) {
+			fprintf(stderr, "%s: backend %s unavailable here, skipped\n", tool_prog, tok);
+			continue;
+		}
+		bn->be[bn->nb++] = tok;
+	}
+}
+
+/* no -B: every library backend available here, then the scenario's baselines */
+static void pick_all(struct bench *bn)
+{
+	const char *b;
+	unsigned flags;
+
+	for (int i = 0; (b = tool_backend_name(i)) && bn->nb < MAXB; i++)
+		if (!tool_backend(b, &flags) && !tool_backend_probe(flags))
+			bn->be[bn->nb++] = b;
+	for (int i = 0; bn->sc->baselines && i < NBASELINES && bn->nb < MAXB; i++)
+		bn->be[bn->nb++] = baselines[i].name;
+}
+
+/* the common options and the scenario's own */
+static void parse_args(struct bench *bn, int argc, char **argv, const char **blist)
+{
+	const struct scenario *sc = bn->sc;
+	char opts[64];
+	int opt;
+
+	snprintf(opts, sizeof(opts), "B:R:E:s:%s", sc->opts);
 	optind = 2;
-	while ((opt = getopt(argc, argv, "B:R:E:s:t:d:n:m:S:N:r:f:c:")) != -1) {
+	while ((opt = getopt(argc, argv, opts)) != -1) {
 		switch (opt) {
-		case 'B': blist = optarg; break;
-		case 'R': R = (int)parse_long(optarg, 1, MAXR); break;
+		case 'B': *blist = optarg; break;
+		case 'R': R = (int)tool_parse_long(optarg, 1, MAXR); break;
 		case 'E': env_label = optarg; break;
-		case 's': spin_opt = parse_long(optarg, 0, UEPOLL_SPIN_MAX); break;
-		case 't': tlist = optarg; break;
-		case 'd': sat_secs = idle_secs = parse_double(optarg, 0.01, 3600); break;
-		case 'n': lat_rounds = tcp_requests = parse_long(optarg, 1, 100000000); break;
-		case 'm':
-			if (!strcmp(optarg, "busy"))
-				lat_busy = 1;
-			else if (strcmp(optarg, "sleep"))
+		case 's': spin_opt = tool_parse_long(optarg, 0, UEPOLL_SPIN_MAX); break;
+		default:
+			if (opt == '?' || sc->option(opt, optarg) < 0)
 				usage();
-			break;
-		case 'S': slist = optarg; break;
-		case 'N': nlist = optarg; break;
-		case 'r': sparse_rounds = parse_long(optarg, 1, 100000000); break;
-		case 'f': idle_rate = parse_double(optarg, 0.1, 100000); break;
-		case 'c': tcp_conns = parse_long(optarg, 1, 10000); break;
-		default: usage();
 		}
 	}
 	if (optind != argc)
 		usage();
+}
+
+int main(int argc, char **argv)
+{
+	static struct bench bn;
+	const char *blist = NULL;
+
+	tool_init(argv[0], usage);
+	if (argc == 2 && !strcmp(argv[1], "--describe"))
+		return describe();
+	for (int i = 0; argc >= 2 && i < NSCENARIOS; i++)
+		if (!strcmp(argv[1], scenarios[i].name))
+			bn.sc = &scenarios[i];
+	if (!bn.sc)
+		usage();
+	parse_args(&bn, argc, argv, &blist);
+	for (bn.nm = 0; bn.sc->metrics[bn.nm].name; bn.nm++)
+		;
 	if (!env_label)
 		env_label = access("/proc/sys/fs/epoll/userpoll", F_OK) == 0 ? "guest" : "host";
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
 	find_tooldir();
 	clock_setup();
-
-	bn.scenario = sc;
-	with_lt = !strcmp(sc, "tcp");
-	if (blist) {
-		char buf[128], *save = NULL, *tok;
-
-		if (strlen(blist) >= sizeof(buf))
-			usage();
-		strcpy(buf, blist);
-		for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			int k, found = -1;
-
-			for (k = 0; k < 4; k++)
-				if (!strcmp(tok, known_backends[k]))
-					found = k;
-			if (found < 0 || (found == 3 && !with_lt) || bn.nb == MAXB) {
-				fprintf(stderr, "%s: bad backend '%s'\n", prog, tok);
-				usage();
-			}
-			if (!backend_available(tok)) {
-				fprintf(stderr, "%s: backend %s unavailable here, skipped\n", prog, tok);
-				continue;
-			}
-			bn.be[bn.nb++] = known_backends[found];
-		}
-	} else {
-		for (int k = 0; k < (with_lt ? 4 : 3); k++)
-			if (backend_available(known_backends[k]))
-				bn.be[bn.nb++] = known_backends[k];
-	}
+	if (blist)
+		pick_listed(&bn, blist);
+	else
+		pick_all(&bn);
 	if (!bn.nb) {
-		fprintf(stderr, "%s: no backend available\n", prog);
+		fprintf(stderr, "%s: no backend available\n", tool_prog);
 		return 1;
 	}
-
-	if (!strcmp(sc, "sat")) {
-		bn.np = parse_list(tlist, sat_T, MAXP, 1, MAXT);
-		for (int p = 0; p < bn.np; p++)
-			snprintf(bn.params[p], sizeof(bn.params[p]), "T=%ld", sat_T[p]);
-		bn.nm = 9;
-		bn.metric[0] = "events_per_s";
-		bn.metric[1] = "harvested_per_s";
-		bn.metric[2] = "syscalls_per_1000ev";
-		bn.metric[3] = "increments_per_event";
-		bn.metric[4] = "consumer_cpu_ns_per_event";
-		bn.metric[5] = "consumer_cpu_ns_per_increment";
-		bn.metric[6] = "consumer_cpu_share";
-		bn.metric[7] = "producer_cpu_share";
-		bn.metric[8] = "producer_cpu_ns_per_increment";
-		if (use_tsc)
-			fprintf(stderr, "# sat: coarse clock: the CPU times are charged in whole ticks "
-					"(read them over long runs only)\n");
-		fn = run_sat;
-	} else if (!strcmp(sc, "lat")) {
-		bn.np = slist ? parse_list(slist, lat_spin, MAXP, 0, UEPOLL_SPIN_MAX) : 1;
-		if (!slist)
-			lat_spin[0] = spin_opt;
-		for (int p = 0; p < bn.np; p++) {
-			if (lat_busy)
-				snprintf(bn.params[p], sizeof(bn.params[p]), "mode=busy");
-			else if (lat_spin[p] < 0)
-				snprintf(bn.params[p], sizeof(bn.params[p]), "mode=sleep;spin=default");
-			else
-				snprintf(bn.params[p], sizeof(bn.params[p]), "mode=sleep;spin=%ld", lat_spin[p]);
-		}
-		if (lat_busy)
-			bn.np = 1;
-		bn.nm = 5;
-		bn.metric[0] = "rtt_p50_us";
-		bn.metric[1] = "rtt_p99_us";
-		bn.metric[2] = "rtt_p999_us";
-		bn.metric[3] = "syscalls_per_1000ev";
-		bn.metric[4] = "cpu_us_per_rtt";
-		fn = run_lat;
-	} else if (!strcmp(sc, "sparse")) {
-		bn.np = parse_list(nlist, sparse_N, MAXP, 1, UEPOLL_MAX_ITEMS);
-		for (int p = 0; p < bn.np; p++)
-			snprintf(bn.params[p], sizeof(bn.params[p]), "registered=%ld;active=%ld;%s", sparse_N[p],
-				 sparse_N[p] / 100 > 0 ? sparse_N[p] / 100 : 1,
-				 sparse_both_ends(sparse_N[p]) ? "both-ends" : "one-end");
-		bn.nm = 3;
-		bn.metric[0] = "harvest_ns_per_event";
-		bn.metric[1] = "round_ns_per_event";
-		bn.metric[2] = "syscalls_per_1000ev";
-		fn = run_sparse;
-	} else if (!strcmp(sc, "idle")) {
-		bn.np = slist ? parse_list(slist, idle_spin, MAXP, 0, UEPOLL_SPIN_MAX) : 1;
-		if (!slist)
-			idle_spin[0] = spin_opt;
-		for (int p = 0; p < bn.np; p++) {
-			if (idle_spin[p] < 0)
-				snprintf(bn.params[p], sizeof(bn.params[p]), "rate=%g;spin=default%s", idle_rate,
-					 use_tsc ? ";cpu=soak" : "");
-			else
-				snprintf(bn.params[p], sizeof(bn.params[p]), "rate=%g;spin=%ld%s", idle_rate, idle_spin[p],
-					 use_tsc ? ";cpu=soak" : "");
-		}
-		bn.nm = 5;
-		bn.metric[0] = "cpu_us_per_event";
-		bn.metric[1] = "wake_p50_us";
-		bn.metric[2] = "wake_p99_us";
-		bn.metric[3] = "syscalls_per_1000ev";
-		bn.metric[4] = "events_per_s";
-		fn = run_idle;
-	} else {
-		bn.np = 1;
-		snprintf(bn.params[0], sizeof(bn.params[0]), "conns=%ld;requests=%ld", tcp_conns, tcp_requests);
-		bn.nm = 5;
-		bn.metric[0] = "req_per_s";
-		bn.metric[1] = "lat_p50_ms";
-		bn.metric[2] = "lat_p99_ms";
-		bn.metric[3] = "wait_syscalls_per_1000req";
-		bn.metric[4] = "ctl_syscalls_per_1000req";
-		fn = run_tcp;
-	}
-	return drive(&bn, fn);
+	bn.sc->setup(&bn);
+	return drive(&bn);
 }

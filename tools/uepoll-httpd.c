@@ -34,6 +34,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uepoll.h>
+#include "tool.h"
 
 #define LISTENER	UINT64_MAX
 #define REQMAX		1024
@@ -43,7 +44,6 @@ struct conn {
 	char buf[REQMAX];
 };
 
-static const char *prog;
 static volatile sig_atomic_t stop;
 static struct conn **conns;	/* by fd, allocated on first use */
 static int maxfd;
@@ -64,7 +64,7 @@ static void on_signal(int sig)
 static void usage(void)
 {
 	fprintf(stderr, "usage: %s [-b native|uring|epoll|auto] [-s spin] [-p port] [-a addr]\n"
-			"       %s --plain-epoll-lt [-p port] [-a addr]\n", prog, prog);
+			"       %s --plain-epoll-lt [-p port] [-a addr]\n", tool_prog, tool_prog);
 	exit(2);
 }
 
@@ -156,7 +156,7 @@ static int listen_on(const char *addr, int port)
 	int one = 1, fd;
 
 	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
-		fprintf(stderr, "%s: bad address %s\n", prog, addr);
+		fprintf(stderr, "%s: bad address %s\n", tool_prog, addr);
 		exit(2);
 	}
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -178,7 +178,7 @@ static void lib_close(struct uepoll *u, int fd)
 	int r = uepoll_ctl(u, EPOLL_CTL_DEL, fd, NULL);
 
 	if (r < 0)
-		fprintf(stderr, "%s: DEL %d: %s\n", prog, fd, strerror(-r));
+		fprintf(stderr, "%s: DEL %d: %s\n", tool_prog, fd, strerror(-r));
 	close(fd);
 }
 
@@ -193,16 +193,16 @@ static int run_lib(unsigned bflags, long spin, int lfd)
 
 	r = uepoll_init(&u, cap, UEPOLL_CLOEXEC | bflags);
 	if (r < 0) {
-		fprintf(stderr, "%s: uepoll_init: %s\n", prog, strerror(-r));
+		fprintf(stderr, "%s: uepoll_init: %s\n", tool_prog, strerror(-r));
 		return 1;
 	}
 	if (spin >= 0 && (r = uepoll_set_spin(&u, (unsigned)spin)) < 0) {
-		fprintf(stderr, "%s: uepoll_set_spin: %s\n", prog, strerror(-r));
+		fprintf(stderr, "%s: uepoll_set_spin: %s\n", tool_prog, strerror(-r));
 		return 1;
 	}
 	r = uepoll_ctl(&u, EPOLL_CTL_ADD, lfd, &ev);
 	if (r < 0) {
-		fprintf(stderr, "%s: ADD listener: %s\n", prog, strerror(-r));
+		fprintf(stderr, "%s: ADD listener: %s\n", tool_prog, strerror(-r));
 		return 1;
 	}
 	while (!stop) {
@@ -211,7 +211,7 @@ static int run_lib(unsigned bflags, long spin, int lfd)
 		if (n == -EINTR)
 			continue;
 		if (n < 0) {
-			fprintf(stderr, "%s: uepoll_wait: %s\n", prog, strerror(-n));
+			fprintf(stderr, "%s: uepoll_wait: %s\n", tool_prog, strerror(-n));
 			return 1;
 		}
 		for (int i = 0; i < n; i++) {
@@ -225,7 +225,7 @@ static int run_lib(unsigned bflags, long spin, int lfd)
 					cev.data.fd = cfd;
 					r = uepoll_ctl(&u, EPOLL_CTL_ADD, cfd, &cev);
 					if (r < 0) {
-						fprintf(stderr, "%s: ADD %d: %s\n", prog, cfd, strerror(-r));
+						fprintf(stderr, "%s: ADD %d: %s\n", tool_prog, cfd, strerror(-r));
 						errors++;
 						close(cfd);
 					}
@@ -316,10 +316,9 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct rlimit rl;
 
-	prog = argv[0];
+	tool_init(argv[0], usage);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		char *end;
 
 		if (!strcmp(a, "--plain-epoll-lt")) {
 			plain = 1;
@@ -330,27 +329,13 @@ int main(int argc, char **argv)
 		i++;
 		switch (a[1]) {
 		case 'b':
-			if (!strcmp(v, "native")) bflags = UEPOLL_BACKEND_NATIVE;
-			else if (!strcmp(v, "uring")) bflags = UEPOLL_BACKEND_URING;
-			else if (!strcmp(v, "epoll")) bflags = UEPOLL_BACKEND_EPOLL;
-			else if (!strcmp(v, "auto")) bflags = UEPOLL_BACKEND_AUTO;
-			else usage();
-			break;
-		case 's':
-			spin = strtol(v, &end, 10);
-			if (*end || end == v || spin < 0 || spin > (long)UEPOLL_SPIN_MAX)
+			if (tool_backend(v, &bflags))
 				usage();
 			break;
-		case 'p':
-			port = (int)strtol(v, &end, 10);
-			if (*end || end == v || port < 0 || port > 65535)
-				usage();
-			break;
-		case 'a':
-			addr = v;
-			break;
-		default:
-			usage();
+		case 's': spin = tool_parse_long(v, 0, UEPOLL_SPIN_MAX); break;
+		case 'p': port = (int)tool_parse_long(v, 0, 65535); break;
+		case 'a': addr = v; break;
+		default: usage();
 		}
 	}
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
@@ -358,11 +343,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	maxfd = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 65536 ? 65536 : (int)rl.rlim_cur;
-	conns = calloc((size_t)maxfd, sizeof(*conns));
-	if (!conns) {
-		perror("calloc");
-		return 1;
-	}
+	conns = tool_xcalloc((size_t)maxfd, sizeof(*conns));
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);

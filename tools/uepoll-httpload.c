@@ -28,8 +28,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
+#include "tool.h"
 
 struct cl {
 	int fd;
@@ -40,44 +40,16 @@ struct cl {
 };
 
 static const char req[] = "GET /ref HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-static const char *prog;
 static struct sockaddr_in sa;
 static int epfd;
-static long started, done, errors, N = 20000;
+static long started, done, errors, N = 20000, C = 200, timeout_s = 60;
 static unsigned long long bytes;
 static double *lat;
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void usage(void)
 {
-	fprintf(stderr, "usage: %s -p port [-a addr] [-c connections] [-n requests] [-t timeout_s]\n", prog);
+	fprintf(stderr, "usage: %s -p port [-a addr] [-c connections] [-n requests] [-t timeout_s]\n", tool_prog);
 	exit(2);
-}
-
-static long num(const char *s, long lo, long hi)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		usage();
-	return v;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static void start(struct cl *c, uint32_t slot)
@@ -96,7 +68,7 @@ static void start(struct cl *c, uint32_t slot)
 			perror("SO_LINGER");
 			exit(1);
 		}
-		c->t0 = now_ns();
+		c->t0 = tool_now_ns();
 		c->got = 0;
 		started++;
 		if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EINPROGRESS)
@@ -121,7 +93,7 @@ static void start(struct cl *c, uint32_t slot)
 static void finish(struct cl *c, int ok)
 {
 	if (ok)
-		lat[done - errors] = (double)(now_ns() - c->t0) / 1e6;
+		lat[done - errors] = (double)(tool_now_ns() - c->t0) / 1e6;
 	else
 		errors++;
 	done++;
@@ -130,42 +102,73 @@ static void finish(struct cl *c, int ok)
 	c->state = 0;
 }
 
-int main(int argc, char **argv)
+/*
+ * Read the answer until EOF or EAGAIN; a short read with the peer's FIN
+ * already seen (RDHUP) is the end: no extra read for the 0.  1 at EOF,
+ * 0 for more to come, -1 on an error.
+ */
+static int read_answer(struct cl *c, uint32_t re)
 {
-	long C = 200, timeout_s = 60;
-	int port = -1, opt;
-	const char *addr = "127.0.0.1";
-	struct epoll_event evs[256];
-	struct cl *cl;
-	int64_t t0, t1, last;
+	char buf[4096];
+	ssize_t r;
 
-	prog = argv[0];
-	while ((opt = getopt(argc, argv, "p:a:c:n:t:")) != -1) {
-		switch (opt) {
-		case 'p': port = (int)num(optarg, 1, 65535); break;
-		case 'a': addr = optarg; break;
-		case 'c': C = num(optarg, 1, 60000); break;
-		case 'n': N = num(optarg, 1, 100000000); break;
-		case 't': timeout_s = num(optarg, 1, 86400); break;
-		default: usage();
-		}
+	while ((r = read(c->fd, buf, sizeof(buf))) > 0) {
+		size_t k = c->got < sizeof(c->head) ? sizeof(c->head) - c->got : 0;
+
+		if (k > (size_t)r)
+			k = (size_t)r;
+		memcpy(c->head + c->got, buf, k);
+		c->got += (size_t)r;
+		bytes += (unsigned long long)r;
+		if ((size_t)r < sizeof(buf) && (re & (EPOLLRDHUP | EPOLLHUP)))
+			return 1;
 	}
-	if (port < 0 || optind != argc)
-		usage();
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)port);
-	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
-		usage();
-	if (C > N)
-		C = N;
-	cl = calloc((size_t)C, sizeof(*cl));
-	lat = calloc((size_t)N, sizeof(*lat));
-	epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (!cl || !lat || epfd < 0) {
-		perror("setup");
+	if (r == 0)
+		return 1;
+	return errno == EAGAIN ? 0 : -1;
+}
+
+/* one event of connection c: 1 when it ended (slot free), else 0 */
+static int on_event(struct cl *c, uint32_t re)
+{
+	int eof;
+
+	if (re & EPOLLERR) {
+		if (errors < 5) {
+			int err = 0;
+			socklen_t el = sizeof(err);
+
+			getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+			fprintf(stderr, "%s: connection: %s\n", tool_prog, strerror(err));
+		}
+		finish(c, 0);
 		return 1;
 	}
-	t0 = last = now_ns();
+	if (c->state == 1 && (re & EPOLLOUT)) {
+		/* connected (a failed connect reports EPOLLERR) */
+		if (write(c->fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1)) {
+			if (errors < 5)
+				fprintf(stderr, "%s: send: %s\n", tool_prog, strerror(errno));
+			finish(c, 0);
+			return 1;
+		}
+		c->state = 2;
+	}
+	if (c->state != 2 || !(re & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)))
+		return 0;
+	eof = read_answer(c, re);
+	if (!eof)
+		return 0;
+	finish(c, eof > 0 && c->got >= 12 && !memcmp(c->head, "HTTP/1.0 200", 12));
+	return 1;
+}
+
+/* until N requests are done; -1 on an error or no progress for timeout_s */
+static int run(struct cl *cl)
+{
+	struct epoll_event evs[256];
+	int64_t last = tool_now_ns();
+
 	for (long i = 0; i < C; i++)
 		start(&cl[i], (uint32_t)i);
 	while (done < N) {
@@ -175,88 +178,82 @@ int main(int argc, char **argv)
 			if (errno == EINTR)
 				continue;
 			perror("epoll_wait");
-			return 1;
+			return -1;
 		}
 		if (n == 0) {
-			if (now_ns() - last > timeout_s * 1000000000LL) {
-				fprintf(stderr, "%s: no progress for %ld s (%ld of %ld done)\n", prog, timeout_s, done, N);
-				return 1;
+			if (tool_now_ns() - last > timeout_s * 1000000000LL) {
+				fprintf(stderr, "%s: no progress for %ld s (%ld of %ld done)\n", tool_prog,
+					timeout_s, done, N);
+				return -1;
 			}
 			continue;
 		}
-		last = now_ns();
+		last = tool_now_ns();
 		for (int i = 0; i < n; i++) {
 			uint32_t slot = evs[i].data.u32;
 			struct cl *c = &cl[slot];
 
-			uint32_t re = evs[i].events;
-
-			if (c->state == 0)
+			if (c->state == 0 || !on_event(c, evs[i].events))
 				continue;
-			if (re & EPOLLERR) {
-				if (errors < 5) {
-					int err = 0;
-					socklen_t el = sizeof(err);
-
-					getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
-					fprintf(stderr, "%s: connection: %s\n", prog, strerror(err));
-				}
-				finish(c, 0);
-			} else {
-				if (c->state == 1 && (re & EPOLLOUT)) {
-					/* connected (a failed connect reports EPOLLERR) */
-					if (write(c->fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1)) {
-						if (errors < 5)
-							fprintf(stderr, "%s: send: %s\n", prog, strerror(errno));
-						finish(c, 0);
-						goto next;
-					}
-					c->state = 2;
-				}
-				if (c->state != 2 || !(re & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)))
-					continue;
-				{
-					char buf[4096];
-					ssize_t r;
-					int eof = 0;
-
-					/* read until EOF or EAGAIN; a short read with the peer's FIN
-					 * already seen (RDHUP) is the end: no extra read for the 0 */
-					while ((r = read(c->fd, buf, sizeof(buf))) > 0) {
-						size_t k = c->got < sizeof(c->head) ? sizeof(c->head) - c->got : 0;
-
-						if (k > (size_t)r)
-							k = (size_t)r;
-						memcpy(c->head + c->got, buf, k);
-						c->got += (size_t)r;
-						bytes += (unsigned long long)r;
-						if ((size_t)r < sizeof(buf) && (re & (EPOLLRDHUP | EPOLLHUP))) {
-							eof = 1;
-							break;
-						}
-					}
-					if (r == 0)
-						eof = 1;
-					if (!eof && r < 0 && errno == EAGAIN)
-						continue;
-					finish(c, eof && c->got >= 12 && !memcmp(c->head, "HTTP/1.0 200", 12));
-				}
-			}
-next:
 			if (started < N && errors <= N)
 				start(c, slot);
 		}
 	}
-	t1 = now_ns();
-	{
-		long ok = done - errors;
-		double secs = (double)(t1 - t0) / 1e9;
+	return 0;
+}
 
-		qsort(lat, (size_t)ok, sizeof(*lat), cmp_double);
-		printf("RESULT requests=%ld errors=%ld seconds=%.4f req_per_s=%.1f p50_ms=%.3f p99_ms=%.3f bytes=%llu\n",
-		       done, errors, secs, (double)done / secs, ok ? lat[(size_t)((double)ok * 0.50)] : 0,
-		       ok ? lat[(size_t)((double)ok * 0.99)] : 0, bytes);
+static void parse_args(int argc, char **argv, int *port, const char **addr)
+{
+	int opt;
+
+	while ((opt = getopt(argc, argv, "p:a:c:n:t:")) != -1) {
+		switch (opt) {
+		case 'p': *port = (int)tool_parse_long(optarg, 1, 65535); break;
+		case 'a': *addr = optarg; break;
+		case 'c': C = tool_parse_long(optarg, 1, 60000); break;
+		case 'n': N = tool_parse_long(optarg, 1, 100000000); break;
+		case 't': timeout_s = tool_parse_long(optarg, 1, 86400); break;
+		default: usage();
+		}
 	}
+	if (*port < 0 || optind != argc)
+		usage();
+}
+
+int main(int argc, char **argv)
+{
+	int port = -1;
+	const char *addr = "127.0.0.1";
+	struct cl *cl;
+	int64_t t0, t1;
+	long ok;
+	double secs;
+
+	tool_init(argv[0], usage);
+	parse_args(argc, argv, &port, &addr);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
+		usage();
+	if (C > N)
+		C = N;
+	cl = tool_xcalloc((size_t)C, sizeof(*cl));
+	lat = tool_xcalloc((size_t)N, sizeof(*lat));
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (epfd < 0) {
+		perror("setup");
+		return 1;
+	}
+	t0 = tool_now_ns();
+	if (run(cl) < 0)
+		return 1;
+	t1 = tool_now_ns();
+	ok = done - errors;
+	secs = (double)(t1 - t0) / 1e9;
+	qsort(lat, (size_t)ok, sizeof(*lat), tool_cmp_double);
+	printf("RESULT requests=%ld errors=%ld seconds=%.4f req_per_s=%.1f p50_ms=%.3f p99_ms=%.3f bytes=%llu\n",
+	       done, errors, secs, (double)done / secs, ok ? lat[(size_t)((double)ok * 0.50)] : 0,
+	       ok ? lat[(size_t)((double)ok * 0.99)] : 0, bytes);
 	close(epfd);
 	free(cl);
 	free(lat);
