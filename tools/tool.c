@@ -95,48 +95,31 @@ int tool_parse_list(const char *s, long *out, int max, long lo, long hi)
 
 /* ---- backends: the library's names ------------------------------------------ */
 
-/* in the automatic choice's order (native > uring > epoll) */
-static const struct {
-	const char *name;
-	unsigned flags;
-} tool_backends[] = {
-	{ "native", UEPOLL_BACKEND_NATIVE },
-	{ "uring", UEPOLL_BACKEND_URING },
-	{ "epoll", UEPOLL_BACKEND_EPOLL },
-};
-#define NBACKENDS (int)(sizeof(tool_backends) / sizeof(tool_backends[0]))
-
+/* the library's registry (uepoll_backend_list(3)): no names of our own */
 int tool_backend(const char *name, unsigned *flags)
 {
-	/* TODO: uepoll_backend_lookup() */
-	if (!strcmp(name, "auto")) {
-		*flags = UEPOLL_BACKEND_AUTO;
-		return 0;
-	}
-	for (int i = 0; i < NBACKENDS; i++)
-		if (!strcmp(name, tool_backends[i].name)) {
-			*flags = tool_backends[i].flags;
-			return 0;
-		}
-	return -1;
+	int b = uepoll_backend_lookup(name);
+
+	if (b < 0)
+		return -1;
+	*flags = (unsigned)b;
+	return 0;
 }
 
 const char *tool_backend_name(int i)
 {
-	/* TODO: uepoll_backend_list() and uepoll_backend_str() */
-	return i >= 0 && i < NBACKENDS ? tool_backends[i].name : NULL;
+	unsigned b[16];
+	int n = uepoll_backend_list(b, 16);
+
+	return i >= 0 && i < n && i < 16 ? uepoll_backend_str(b[i]) : NULL;
 }
 
 int tool_backend_probe(unsigned flags)
 {
-	/* TODO: uepoll_backend_probe() */
-	struct uepoll u;
-	int r = uepoll_init(&u, 4, UEPOLL_CLOEXEC | flags);
+	unsigned b = flags & UEPOLL_BACKEND_MASK;
 
-	if (r < 0)
-		return r;
-	uepoll_exit(&u);
-	return 0;
+	/* auto always ends at a backend that works (plain epoll) */
+	return b == UEPOLL_BACKEND_AUTO ? 0 : uepoll_backend_probe(b);
 }
 
 /* ---- statistics ---------------------------------------------------------------- */

@@ -31,8 +31,9 @@ double tool_parse_double(const char *s, double lo, double hi);
 int tool_parse_list(const char *s, long *out, int max, long lo, long hi);
 
 /*
- * Library backends.  tool_backend: "native", "uring", "epoll" or "auto"
- * -> *flags (UEPOLL_BACKEND_*); 0, or -1 for an unknown name.
+ * Library backends, named by the library (uepoll_backend_list(3)).
+ * tool_backend: a backend's name or "auto" -> *flags (UEPOLL_BACKEND_*);
+ * 0, or -1 for an unknown name.
  * tool_backend_name(i): the i-th backend in the automatic choice's order,
  * NULL past the last.  tool_backend_probe: 0 when an instance of that
  * backend can be created here, else the -errno uepoll_init gives.

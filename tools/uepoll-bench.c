@@ -314,7 +314,7 @@ static void print_results(struct bench *bn)
 	int ep = -1;
 
 	for (int b = 0; b < bn->nb; b++)
-		if (!strcmp(bn->be[b], "epoll"))
+		if (!strcmp(bn->be[b], uepoll_backend_str(UEPOLL_BACKEND_EPOLL)))
 			ep = b;
 	for (int p = 0; p < bn->np; p++)
 		for (int b = 0; b < bn->nb; b++)
