@@ -16,9 +16,9 @@
 #include "internal.h"
 
 /*
- * The backend registry: the only place that lists the backends.  The
- * order is the automatic choice's (the first whose probe succeeds), and
- * position i is backend value (i + 1) << UEPOLL_BACKEND_SHIFT.
+ * The backend registry: the only place that lists the backends.  Entry i
+ * is backend value (i + 1) << UEPOLL_BACKEND_SHIFT (UEPOLL_BACKEND_* in
+ * uepoll.h): the values are ABI, so a new backend is appended.
  */
 static const struct uepoll_ops *const registry[] = {
 	&__uepoll_native_ops,
@@ -26,6 +26,19 @@ static const struct uepoll_ops *const registry[] = {
 	&__uepoll_epoll_ops,
 };
 #define NBACKENDS	((unsigned)(sizeof(registry) / sizeof(registry[0])))
+
+/*
+ * The automatic choice: the first of these whose probe succeeds.  The
+ * last needs nothing (plain epoll) and is taken without a probe.  Every
+ * registry entry appears once (uepoll_backend_list() returns this order).
+ */
+static const unsigned auto_order[] = {
+	UEPOLL_BACKEND_NATIVE,
+	UEPOLL_BACKEND_URING,
+	UEPOLL_BACKEND_EPOLL,
+};
+_Static_assert(sizeof(auto_order) / sizeof(auto_order[0]) == NBACKENDS,
+	       "every backend has its place in the automatic order");
 
 _Static_assert(NBACKENDS <= UEPOLL_BACKEND_MASK >> UEPOLL_BACKEND_SHIFT,
 	       "the backend field of the flags is too narrow");
@@ -36,11 +49,6 @@ static const struct uepoll_ops *ops_lookup(unsigned b)
 	unsigned i = (b & UEPOLL_BACKEND_MASK) >> UEPOLL_BACKEND_SHIFT;
 
 	return i >= 1 && i <= NBACKENDS ? registry[i - 1] : NULL;
-}
-
-static unsigned backend_value(unsigned i)
-{
-	return (i + 1) << UEPOLL_BACKEND_SHIFT;
 }
 
 /* a live instance's ops: its backend was checked by init */
@@ -59,11 +67,10 @@ static void auto_probe(void)
 {
 	unsigned i;
 
-	/* the last backend is the fallback that needs nothing (epoll) */
 	for (i = 0; i + 1 < NBACKENDS; i++)
-		if (registry[i]->probe() == 0)
+		if (ops_lookup(auto_order[i])->probe() == 0)
 			break;
-	auto_backend = backend_value(i);
+	auto_backend = auto_order[i];
 }
 
 UEPOLL_API int uepoll_backend_list(unsigned *backends, int max)
@@ -73,7 +80,7 @@ UEPOLL_API int uepoll_backend_list(unsigned *backends, int max)
 	if (max < 0 || (max > 0 && !backends))
 		return -EINVAL;
 	for (i = 0; i < NBACKENDS && i < (unsigned)max; i++)
-		backends[i] = backend_value(i);
+		backends[i] = auto_order[i];
 	return (int)NBACKENDS;
 }
 
@@ -87,7 +94,7 @@ UEPOLL_API int uepoll_backend_lookup(const char *name)
 		return (int)UEPOLL_BACKEND_AUTO;
 	for (i = 0; i < NBACKENDS; i++)
 		if (!strcmp(name, registry[i]->name))
-			return (int)backend_value(i);
+			return (int)((i + 1) << UEPOLL_BACKEND_SHIFT);
 	return -EINVAL;
 }
 

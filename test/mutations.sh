@@ -58,7 +58,7 @@ mutations=(
 	if (!io_uring_cq_ready(ring) && !(kflags & need_enter))@@stats@@uring"
 "DEL not final (epoll)@@src/epoll.c@@	if (epoll_ctl(u->fd, op, fd, ev) < 0) {@@	if (op != EPOLL_CTL_DEL && epoll_ctl(u->fd, op, fd, ev) < 0) {@@del_final@@epoll"
 "polls of an exited thread not re-armed@@src/uring.c@@(res >= 0 || res == -ECANCELED)@@(res >= 0)@@threads@@uring"
-"auto never falls back to epoll@@src/uepoll.c@@		if (registry[i]->probe() == 0)@@		if (registry[i]->probe() == 0 || i == 1)@@fallback@@uring"
+"auto never falls back to epoll@@src/uepoll.c@@		if (ops_lookup(auto_order[i])->probe() == 0)@@		if (ops_lookup(auto_order[i])->probe() == 0 || i == 1)@@fallback@@uring"
 "UEPOLL_CLOEXEC ignored@@src/epoll.c@@(flags & UEPOLL_CLOEXEC) ? EPOLL_CLOEXEC : 0@@(flags & UEPOLL_CLOEXEC) ? 0 : 0@@init@@epoll"
 "bad UEPOLL_BACKEND value accepted@@src/uepoll.c@@	if (b < 0)
 		return -EINVAL;@@	if (b < 0)
@@ -66,7 +66,7 @@ mutations=(
 "init takes a backend value no backend has@@src/uepoll.c@@	if (!ops)
 		return -EINVAL;@@	if (!ops)
 		ops = registry[0];@@backends@@epoll"
-"the backend list is not the automatic order@@src/uepoll.c@@		backends[i] = backend_value(i);@@		backends[i] = backend_value(NBACKENDS - 1 - i);@@backends@@epoll"
+"the backend list is not the automatic order@@src/uepoll.c@@		backends[i] = auto_order[i];@@		backends[i] = auto_order[NBACKENDS - 1 - i];@@backends@@epoll"
 "DEL leaves the kernel poll alive@@src/uring.c@@		if (sl->armed) {
 			sqe = get_sqe(u, p);@@		if (0) {
 			sqe = get_sqe(u, p);@@no_zombie@@uring"
@@ -90,7 +90,7 @@ mutations=(
 	errno = saved_errno;@@	int ret = wait_(u, evs, max, timeout_ms);
 @@wait@@epoll"
 "native ctl pays an fstat@@src/uepoll.c@@	if (ops->checks == UEPOLL_CHECKS_NONE ||@@	if (ops->checks != UEPOLL_CHECKS_EPOLL ||@@native@@native"
-"auto passes native by@@src/uepoll.c@@		if (registry[i]->probe() == 0)@@		if (registry[i]->probe() == 0 && i > 0)@@init@@native"
+"auto passes native by@@src/uepoll.c@@		if (ops_lookup(auto_order[i])->probe() == 0)@@		if (ops_lookup(auto_order[i])->probe() == 0 && i > 0)@@init@@native"
 "kernel/build keeps the caller's environment@@kernel/build@@. \"\$root/scripts/env.sh\"@@uepoll_git_private() { git \"\$@\"; }@@kernel-first-extract@@script"
 "a refused tarball leaves its tree in the cache@@kernel/build@@	if [ \"\$got\" != \"\$base\" ]; then
 		rm -rf \"\$cache/.extract\"@@	if [ \"\$got\" != \"\$base\" ]; then@@kernel-first-extract@@script"

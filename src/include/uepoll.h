@@ -43,9 +43,9 @@ extern "C" {
 /* uepoll_init() flags */
 #define UEPOLL_CLOEXEC		0x1u	/* close-on-exec on every fd the instance owns */
 /*
- * The backend field: 0 is the automatic choice, n > 0 the library's n-th
- * backend in the order the automatic choice tries them.  Room for 15;
- * uepoll_backend_list(3) says which this build knows.
+ * The backend field: 0 is the automatic choice, n > 0 a backend (values
+ * are never reused).  Room for 15; uepoll_backend_list(3) says which this
+ * build knows, in the order the automatic choice tries them.
  */
 #define UEPOLL_BACKEND_SHIFT	4
 #define UEPOLL_BACKEND_MASK	(0xfu << UEPOLL_BACKEND_SHIFT)
