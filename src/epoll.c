@@ -112,14 +112,14 @@ static int ep_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeo
 	int ret;
 
 	STAT_SYS(u);
-	STAT(u, harvests, 1);
+	HSTAT(u, harvests, 1);
 	if (timeout_ms)
-		STAT(u, sleeps, 1);
+		HSTAT(u, sleeps, 1);
 	ret = epoll_wait(u->fd, evs, max, timeout_ms);
 	if (ret < 0)
 		return -errno;
 	if (ret)
-		STAT(u, events, (uint64_t)ret);
+		HSTAT(u, events, (uint64_t)ret);
 	return ret;
 }
 

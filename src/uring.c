@@ -438,7 +438,7 @@ static int reap_cqe(struct uepoll *u, struct uring_priv *p, struct batch *b,
 		return 0;
 	}
 	if (!sl || sl->fd < 0 || sl->gen != g) {
-		STAT(u, stale, 1);
+		HSTAT(u, stale, 1);
 		return 0;
 	}
 	if (res > 0 && !sl->fired) {
@@ -447,7 +447,7 @@ static int reap_cqe(struct uepoll *u, struct uring_priv *p, struct batch *b,
 
 		if (m && sl->stamp == b->stamp) {
 			b->evs[sl->outidx].events |= m;
-			STAT(u, coalesced, 1);
+			HSTAT(u, coalesced, 1);
 		} else if (m) {
 			if (b->cnt == b->max)
 				return 1;
@@ -503,7 +503,7 @@ static void reap(struct uepoll *u, struct uring_priv *p, struct batch *b)
 			break;
 		/* flush overflowed CQEs / run deferred task work */
 		if (kflags & IORING_SQ_CQ_OVERFLOW)
-			STAT(u, overflows, 1);
+			HSTAT(u, overflows, 1);
 		STAT_SYS(u);
 		io_uring_get_events(ring);
 	}
@@ -524,7 +524,7 @@ static void rearm_queued(struct uepoll *u, struct uring_priv *p)
 
 		sl->rearm = 0;
 		if (sl->fd >= 0 && !sl->armed && !sl->fired && arm(u, p, s) == 0) {
-			STAT(u, rearms, 1);
+			HSTAT(u, rearms, 1);
 			p->need_submit = 1;
 		}
 	}
@@ -543,7 +543,7 @@ static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 	unsigned need_enter = IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN;
 	struct batch b = { .evs = evs, .max = max };
 
-	STAT(u, harvests, 1);
+	HSTAT(u, harvests, 1);
 	/* the no-event fast path: no lock, no system call */
 	if (!io_uring_cq_ready(ring) && !(kflags & need_enter))
 		return 0;
@@ -556,7 +556,7 @@ static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 	rearm_queued(u, p);
 	pthread_mutex_unlock(&p->lock);
 	if (b.cnt)
-		STAT(u, events, (uint64_t)b.cnt);
+		HSTAT(u, events, (uint64_t)b.cnt);
 	return b.cnt;
 }
 
