@@ -22,10 +22,13 @@
  * Locking: one mutex for the SQ and the slot table, taken by ctl and by a
  * harvest that found completions; the empty-CQ path takes no lock.
  *
- * Setup flags (measured, see README.md "io_uring setup flags"): none but
- * CQSIZE by default.  SINGLE_ISSUER|DEFER_TASKRUN forbids ctl from a second
- * thread; COOP_TASKRUN delays completions until the submitting thread
- * enters the kernel.  UEPOLL_URING_SETUP=plain|coop|defer (and
+ * Setup flags: none but CQSIZE, by measurement (tools/uepoll-setupbench.c:
+ * one harvest after each round of writes to 64 eventfds; the table is in
+ * README.md, "The io_uring backend").  DEFER_TASKRUN defers the wake-ups'
+ * work to the ring owner, so every harvest must enter the kernel to run
+ * it, and SINGLE_ISSUER forbids ctl from a second thread; COOP_TASKRUN
+ * delays completions until the submitting thread enters the kernel, for
+ * no measured gain.  UEPOLL_URING_SETUP=plain|coop|defer (and
  * UEPOLL_URING_CQ=<entries>) exist for measurements and tests only.
  */
 #ifndef _GNU_SOURCE
