@@ -128,7 +128,7 @@ static int ep_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 	return ep_wait(u, evs, max, 0);
 }
 
-const struct uepoll_ops __uepoll_epoll_ops = {
+const struct uepoll_ops __uepoll_epoll_ops __hidden = {
 	.name = "epoll",
 	.checks = UEPOLL_CHECKS_EPOLL,
 	.probe = ep_probe,

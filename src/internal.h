@@ -24,8 +24,10 @@ enum uepoll_checks {
 };
 
 /*
- * A backend.  The registry in uepoll.c lists them; nothing else in the
- * library names one.  Optional operations are NULL.
+ * A backend: src/<name>.c defines one, "const struct uepoll_ops
+ * __uepoll_<name>_ops __hidden = { ... };", and the registry in uepoll.c
+ * lists them; nothing else in the library names one.  Optional
+ * operations are NULL.
  */
 struct uepoll_ops {
 	const char *name;		/* what UEPOLL_BACKEND and the tools say */
@@ -45,10 +47,6 @@ struct uepoll_ops {
 	/* optional: harvest+sleep in one call (epoll), NULL = generic loop */
 	int (*wait)(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
 };
-
-extern const struct uepoll_ops __uepoll_native_ops __hidden;
-extern const struct uepoll_ops __uepoll_uring_ops __hidden;
-extern const struct uepoll_ops __uepoll_epoll_ops __hidden;
 
 /*
  * The counters of struct uepoll_stats, by who writes them (uepoll.h says

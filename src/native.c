@@ -272,7 +272,7 @@ static int native_ready(struct uepoll *u)
 	return uepoll_tail_acquire(u->hdr) != u->head;
 }
 
-const struct uepoll_ops __uepoll_native_ops = {
+const struct uepoll_ops __uepoll_native_ops __hidden = {
 	.name = "native",
 	.checks = UEPOLL_CHECKS_ALL,
 	.probe = native_probe,

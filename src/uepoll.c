@@ -20,6 +20,10 @@
  * order is the automatic choice's (the first whose probe succeeds), and
  * position i is backend value (i + 1) << UEPOLL_BACKEND_SHIFT.
  */
+extern const struct uepoll_ops __uepoll_native_ops __hidden;
+extern const struct uepoll_ops __uepoll_uring_ops __hidden;
+extern const struct uepoll_ops __uepoll_epoll_ops __hidden;
+
 static const struct uepoll_ops *const registry[] = {
 	&__uepoll_native_ops,
 	&__uepoll_uring_ops,

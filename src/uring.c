@@ -599,7 +599,7 @@ static int uring_sleep(struct uepoll *u, int timeout_ms)
 	return ret < 0 ? -errno : 0;
 }
 
-const struct uepoll_ops __uepoll_uring_ops = {
+const struct uepoll_ops __uepoll_uring_ops __hidden = {
 	.name = "uring",
 	.checks = UEPOLL_CHECKS_NONE,
 	.probe = uring_probe,
