@@ -112,14 +112,14 @@ static int ep_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeo
 	int ret;
 
 	STAT_SYS(u);
-	STAT(u, harvests, 1);
+	HSTAT(u, harvests, 1);
 	if (timeout_ms)
-		STAT(u, sleeps, 1);
+		HSTAT(u, sleeps, 1);
 	ret = epoll_wait(u->fd, evs, max, timeout_ms);
 	if (ret < 0)
 		return -errno;
 	if (ret)
-		STAT(u, events, (uint64_t)ret);
+		HSTAT(u, events, (uint64_t)ret);
 	return ret;
 }
 
@@ -128,7 +128,7 @@ static int ep_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 	return ep_wait(u, evs, max, 0);
 }
 
-const struct uepoll_ops __uepoll_epoll_ops = {
+const struct uepoll_ops __uepoll_epoll_ops __hidden = {
 	.name = "epoll",
 	.checks = UEPOLL_CHECKS_EPOLL,
 	.probe = ep_probe,

@@ -24,8 +24,10 @@ enum uepoll_checks {
 };
 
 /*
- * A backend.  The registry in uepoll.c lists them; nothing else in the
- * library names one.  Optional operations are NULL.
+ * A backend: src/<name>.c defines one, "const struct uepoll_ops
+ * __uepoll_<name>_ops __hidden = { ... };", and the registry in uepoll.c
+ * lists them; nothing else in the library names one.  Optional
+ * operations are NULL.
  */
 struct uepoll_ops {
 	const char *name;		/* what UEPOLL_BACKEND and the tools say */
@@ -46,16 +48,17 @@ struct uepoll_ops {
 	int (*wait)(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
 };
 
-extern const struct uepoll_ops __uepoll_native_ops __hidden;
-extern const struct uepoll_ops __uepoll_uring_ops __hidden;
-extern const struct uepoll_ops __uepoll_epoll_ops __hidden;
-
-static inline void stat_add(struct uepoll *u, uint64_t *c, uint64_t v)
-{
-	(void)u;
-	__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
-}
-#define STAT(u, field, v) stat_add((u), &(u)->stats.field, (v))
+/*
+ * The counters of struct uepoll_stats, by who writes them (uepoll.h says
+ * which is which):
+ *   STAT:  ctl threads too (syscalls, ctls, ctl_syscalls): a relaxed
+ *          atomic add, a locked instruction;
+ *   HSTAT: the harvester only (harvest and wait, one at a time per
+ *          instance): a relaxed load and a relaxed store, no lock.
+ *          Never for a counter that a ctl can reach.
+ */
+#define STAT(u, field, v) __atomic_fetch_add(&(u)->stats.field, (v), __ATOMIC_RELAXED)
+#define HSTAT(u, field, v) __uepoll_stat_harvester(&(u)->stats.field, (v))
 
 /* set while this thread is inside uepoll_ctl(): its system calls are ctl's */
 extern __thread int __uepoll_in_ctl __hidden;

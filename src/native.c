@@ -258,7 +258,7 @@ static int native_sleep(struct uepoll *u, int timeout_ms)
 	STAT_SYS(u);
 	if (epoll_wait(u->fd, NULL, 0, timeout_ms) < 0) {
 		if (errno == ESTALE) {
-			STAT(u, estale, 1);
+			HSTAT(u, estale, 1);
 			return 0;
 		}
 		return -errno;
@@ -272,7 +272,7 @@ static int native_ready(struct uepoll *u)
 	return uepoll_tail_acquire(u->hdr) != u->head;
 }
 
-const struct uepoll_ops __uepoll_native_ops = {
+const struct uepoll_ops __uepoll_native_ops __hidden = {
 	.name = "native",
 	.checks = UEPOLL_CHECKS_ALL,
 	.probe = native_probe,

@@ -20,6 +20,10 @@
  * is backend value (i + 1) << UEPOLL_BACKEND_SHIFT (UEPOLL_BACKEND_* in
  * uepoll.h): the values are ABI, so a new backend is appended.
  */
+extern const struct uepoll_ops __uepoll_native_ops __hidden;
+extern const struct uepoll_ops __uepoll_uring_ops __hidden;
+extern const struct uepoll_ops __uepoll_epoll_ops __hidden;
+
 static const struct uepoll_ops *const registry[] = {
 	&__uepoll_native_ops,
 	&__uepoll_uring_ops,
@@ -357,7 +361,7 @@ static int wait_(struct uepoll *u, struct epoll_event *evs, int max, int timeout
 	if (!evs || max <= 0)
 		return -EINVAL;
 	ops = ops_of(u->backend);
-	STAT(u, waits, 1);
+	HSTAT(u, waits, 1);
 	if (ops->wait)
 		return ops->wait(u, evs, max, timeout_ms);
 	if (timeout_ms > 0)
@@ -375,7 +379,7 @@ static int wait_(struct uepoll *u, struct epoll_event *evs, int max, int timeout
 			if (left <= 0)
 				return 0;
 		}
-		STAT(u, sleeps, 1);
+		HSTAT(u, sleeps, 1);
 		ret = ops->sleep(u, left < 0 ? -1 : (int)((left + 999999) / 1000000));
 		if (ret < 0)
 			return ret;
@@ -395,7 +399,7 @@ int __uepoll_spin(struct uepoll *u, int (*ready)(struct uepoll *u))
 
 	if (!budget)
 		return 0;
-	STAT(u, spins, 1);
+	HSTAT(u, spins, 1);
 	for (i = 0; i < budget; i++) {
 		if (ready(u))
 			return 1;

@@ -22,10 +22,13 @@
  * Locking: one mutex for the SQ and the slot table, taken by ctl and by a
  * harvest that found completions; the empty-CQ path takes no lock.
  *
- * Setup flags (measured, see README.md "io_uring setup flags"): none but
- * CQSIZE by default.  SINGLE_ISSUER|DEFER_TASKRUN forbids ctl from a second
- * thread; COOP_TASKRUN delays completions until the submitting thread
- * enters the kernel.  UEPOLL_URING_SETUP=plain|coop|defer (and
+ * Setup flags: none but CQSIZE, by measurement (tools/uepoll-setupbench.c:
+ * one harvest after each round of writes to 64 eventfds; the table is in
+ * README.md, "The io_uring backend").  DEFER_TASKRUN defers the wake-ups'
+ * work to the ring owner, so every harvest must enter the kernel to run
+ * it, and SINGLE_ISSUER forbids ctl from a second thread; COOP_TASKRUN
+ * delays completions until the submitting thread enters the kernel, for
+ * no measured gain.  UEPOLL_URING_SETUP=plain|coop|defer (and
  * UEPOLL_URING_CQ=<entries>) exist for measurements and tests only.
  */
 #ifndef _GNU_SOURCE
@@ -232,6 +235,23 @@ static int arm(struct uepoll *u, struct uring_priv *p, uint32_t s)
 	return 0;
 }
 
+/*
+ * Queue an async cancel of the poll with user_data UD(s, g): 0, or -EBUSY
+ * without an SQE.  The caller submits: DEL at once, the harvest at its end
+ * (need_submit).
+ */
+static int cancel_poll(struct uepoll *u, struct uring_priv *p, uint32_t s, uint32_t g)
+{
+	struct io_uring_sqe *sqe = get_sqe(u, p);
+
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_cancel64(sqe, UD(s, g), 0);
+	io_uring_sqe_set_data64(sqe, UD_INTERNAL | UD_REMOVE | UD(s, g));
+	sqe->flags |= (uint8_t)p->skip;
+	return 0;
+}
+
 static int submit(struct uepoll *u, struct uring_priv *p)
 {
 	int ret;
@@ -241,100 +261,108 @@ static int submit(struct uepoll *u, struct uring_priv *p)
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * The three ctl operations, called with p->lock held (as epoll's
+ * do_epoll_ctl() calls ep_insert/ep_modify/ep_remove): uring_ctl() looks
+ * the fd up and answers EEXIST/ENOENT itself.
+ */
+
+/* ADD of fd, not registered: a free slot, a new generation, a poll */
+static int ctl_add(struct uepoll *u, struct uring_priv *p, int fd,
+		   const struct epoll_event *ev)
+{
+	struct uslot *sl;
+	int s, ret;
+
+	if (!p->nfree)
+		return -ENOSPC;
+	s = (int)p->freel[p->nfree - 1];
+	ret = fdmap_set(&p->map, fd, s);
+	if (ret)
+		return ret;
+	p->nfree--;
+	sl = &p->slots[s];
+	sl->fd = fd;
+	sl->gen = (sl->gen + 1) & GEN_MASK;
+	sl->events = ev->events;
+	sl->data = ev->data.u64;
+	sl->fired = 0;
+	ret = arm(u, p, (uint32_t)s);
+	if (!ret)
+		ret = submit(u, p);
+	if (ret) {	/* roll back */
+		sl->fd = -1;
+		sl->armed = 0;
+		fdmap_set(&p->map, fd, -1);
+		p->freel[p->nfree++] = (uint32_t)s;
+	}
+	return ret;
+}
+
+/* MOD of slot s: a new generation, the live poll updated (or a new one) */
+static int ctl_mod(struct uepoll *u, struct uring_priv *p, int s,
+		   const struct epoll_event *ev)
+{
+	struct uslot *sl = &p->slots[s];
+	struct io_uring_sqe *sqe;
+	uint32_t oldgen = sl->gen;
+	unsigned f;
+	int ret;
+
+	sl->gen = (sl->gen + 1) & GEN_MASK;
+	sl->events = ev->events;
+	sl->data = ev->data.u64;
+	sl->fired = 0;
+	if (!sl->armed) {
+		ret = arm(u, p, (uint32_t)s);
+		return ret ? ret : submit(u, p);
+	}
+	f = IORING_POLL_UPDATE_EVENTS | IORING_POLL_UPDATE_USER_DATA;
+	if (!(sl->events & EPOLLONESHOT))
+		f |= IORING_POLL_ADD_MULTI;
+	sqe = get_sqe(u, p);
+	if (!sqe)
+		return -EBUSY;
+	/* fails with ENOENT if the poll ended: re-armed at harvest */
+	io_uring_prep_poll_update(sqe, UD(s, oldgen), UD(s, sl->gen),
+				  poll_mask(sl->events), f);
+	io_uring_sqe_set_data64(sqe, UD_INTERNAL | UD(s, sl->gen));
+	sqe->flags |= (uint8_t)p->skip;
+	return submit(u, p);
+}
+
+/* DEL of slot s, registered for fd: cancel the poll, free the slot */
+static int ctl_del(struct uepoll *u, struct uring_priv *p, int s, int fd)
+{
+	struct uslot *sl = &p->slots[s];
+
+	if (sl->armed && cancel_poll(u, p, (uint32_t)s, sl->gen) == 0)
+		submit(u, p);
+	/* from here on, nothing of this generation is reported */
+	sl->gen = (sl->gen + 1) & GEN_MASK;
+	sl->fd = -1;
+	sl->armed = 0;
+	fdmap_set(&p->map, fd, -1);
+	p->freel[p->nfree++] = (uint32_t)s;
+	return 0;
+}
+
 static int uring_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 {
 	struct uring_priv *p = u->priv;
-	struct io_uring_sqe *sqe;
-	struct uslot *sl;
-	uint32_t oldgen;
 	int s, ret = 0;
 
 	pthread_mutex_lock(&p->lock);
 	s = fdmap_get(&p->map, fd);
 	switch (op) {
 	case EPOLL_CTL_ADD:
-		if (s >= 0) {
-			ret = -EEXIST;
-			break;
-		}
-		if (!p->nfree) {
-			ret = -ENOSPC;
-			break;
-		}
-		s = (int)p->freel[p->nfree - 1];
-		ret = fdmap_set(&p->map, fd, s);
-		if (ret)
-			break;
-		p->nfree--;
-		sl = &p->slots[s];
-		sl->fd = fd;
-		sl->gen = (sl->gen + 1) & GEN_MASK;
-		sl->events = ev->events;
-		sl->data = ev->data.u64;
-		sl->fired = 0;
-		ret = arm(u, p, (uint32_t)s);
-		if (!ret)
-			ret = submit(u, p);
-		if (ret) {	/* roll back */
-			sl->fd = -1;
-			sl->armed = 0;
-			fdmap_set(&p->map, fd, -1);
-			p->freel[p->nfree++] = (uint32_t)s;
-		}
+		ret = s >= 0 ? -EEXIST : ctl_add(u, p, fd, ev);
 		break;
 	case EPOLL_CTL_MOD:
-		if (s < 0) {
-			ret = -ENOENT;
-			break;
-		}
-		sl = &p->slots[s];
-		oldgen = sl->gen;
-		sl->gen = (sl->gen + 1) & GEN_MASK;
-		sl->events = ev->events;
-		sl->data = ev->data.u64;
-		sl->fired = 0;
-		if (!sl->armed) {
-			ret = arm(u, p, (uint32_t)s);
-		} else {
-			unsigned f = IORING_POLL_UPDATE_EVENTS | IORING_POLL_UPDATE_USER_DATA;
-
-			if (!(sl->events & EPOLLONESHOT))
-				f |= IORING_POLL_ADD_MULTI;
-			sqe = get_sqe(u, p);
-			if (!sqe) {
-				ret = -EBUSY;
-				break;
-			}
-			/* fails with ENOENT if the poll ended: re-armed at harvest */
-			io_uring_prep_poll_update(sqe, UD(s, oldgen), UD(s, sl->gen),
-						  poll_mask(sl->events), f);
-			io_uring_sqe_set_data64(sqe, UD_INTERNAL | UD(s, sl->gen));
-			sqe->flags |= (uint8_t)p->skip;
-		}
-		if (!ret)
-			ret = submit(u, p);
+		ret = s < 0 ? -ENOENT : ctl_mod(u, p, s, ev);
 		break;
 	case EPOLL_CTL_DEL:
-		if (s < 0) {
-			ret = -ENOENT;
-			break;
-		}
-		sl = &p->slots[s];
-		if (sl->armed) {
-			sqe = get_sqe(u, p);
-			if (sqe) {
-				io_uring_prep_cancel64(sqe, UD(s, sl->gen), 0);
-				io_uring_sqe_set_data64(sqe, UD_INTERNAL | UD_REMOVE | UD(s, sl->gen));
-				sqe->flags |= (uint8_t)p->skip;
-				submit(u, p);
-			}
-		}
-		/* from here on, nothing of this generation is reported */
-		sl->gen = (sl->gen + 1) & GEN_MASK;
-		sl->fd = -1;
-		sl->armed = 0;
-		fdmap_set(&p->map, fd, -1);
-		p->freel[p->nfree++] = (uint32_t)s;
+		ret = s < 0 ? -ENOENT : ctl_del(u, p, s, fd);
 		break;
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -349,19 +377,6 @@ static void queue_rearm(struct uring_priv *p, uint32_t s)
 		sl->rearm = 1;
 		p->rearm[p->nrearm++] = s;
 	}
-}
-
-/* queue a cancel of the poll with user_data UD(s, g); harvest submits */
-static void remove_poll(struct uepoll *u, struct uring_priv *p, uint32_t s, uint32_t g)
-{
-	struct io_uring_sqe *sqe = get_sqe(u, p);
-
-	if (!sqe)
-		return;
-	io_uring_prep_cancel64(sqe, UD(s, g), 0);
-	io_uring_sqe_set_data64(sqe, UD_INTERNAL | UD_REMOVE | UD(s, g));
-	sqe->flags |= (uint8_t)p->skip;
-	p->need_submit = 1;
 }
 
 /*
@@ -388,81 +403,97 @@ static void internal_cqe(struct uepoll *u, struct uring_priv *p, uint32_t s, uin
 	}
 	if (ud & UD_REMOVE)
 		return;
-	remove_poll(u, p, s, (g - 1) & GEN_MASK);
+	if (cancel_poll(u, p, s, (g - 1) & GEN_MASK) == 0)
+		p->need_submit = 1;
 	if (sl->fd >= 0 && sl->gen == g) {
 		sl->armed = 0;
 		queue_rearm(p, s);
 	}
 }
 
-static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
+/* the events one harvest collects: evs[0..cnt), at most max */
+struct batch {
+	struct epoll_event *evs;
+	int max;
+	int cnt;
+	uint32_t stamp;		/* marks the slots that have an event in evs */
+};
+
+/*
+ * One completion, caller holds p->lock.  An internal one (failed update or
+ * cancel) goes to internal_cqe(); one of an older generation or a free
+ * slot is dropped; a poll's events go into the batch, ORed into the
+ * slot's event when the batch has one already.  A poll that ended is
+ * queued for re-arm.  1 when the batch is full and the CQE must stay in
+ * the ring for the next harvest, else 0 (consumed).
+ */
+static int reap_cqe(struct uepoll *u, struct uring_priv *p, struct batch *b,
+		    const struct io_uring_cqe *cqe)
 {
-	struct uring_priv *p = u->priv;
-	struct io_uring *ring = &p->ring;
-	unsigned kflags = IO_URING_READ_ONCE(*ring->sq.kflags);
-	unsigned need_enter = IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN;
-	uint32_t batch;
-	int cnt = 0, full = 0, loops = 0;
-	unsigned i;
+	uint64_t ud = cqe->user_data;
+	uint32_t s = (uint32_t)ud, g = (uint32_t)(ud >> 32) & GEN_MASK;
+	struct uslot *sl = s < u->n ? &p->slots[s] : NULL;
+	int more = !!(cqe->flags & IORING_CQE_F_MORE);
+	int res = cqe->res;
 
-	STAT(u, harvests, 1);
-	/* the no-event fast path: no lock, no system call */
-	if (!io_uring_cq_ready(ring) && !(kflags & need_enter))
+	if ((ud & UD_INTERNAL) && sl) {
+		internal_cqe(u, p, s, g, ud, res);
 		return 0;
+	}
+	if (!sl || sl->fd < 0 || sl->gen != g) {
+		HSTAT(u, stale, 1);
+		return 0;
+	}
+	if (res > 0 && !sl->fired) {
+		uint32_t m = (uint32_t)res &
+			     (sl->events | EPOLLERR | EPOLLHUP) & ~(uint32_t)EV_FLAGS;
 
-	pthread_mutex_lock(&p->lock);
-	batch = ++p->batch;
-	if (!batch)
-		batch = ++p->batch;
+		if (m && sl->stamp == b->stamp) {
+			b->evs[sl->outidx].events |= m;
+			HSTAT(u, coalesced, 1);
+		} else if (m) {
+			if (b->cnt == b->max)
+				return 1;
+			b->evs[b->cnt].events = m;
+			b->evs[b->cnt].data.u64 = sl->data;
+			sl->stamp = b->stamp;
+			sl->outidx = b->cnt++;
+			if (sl->events & EPOLLONESHOT)
+				sl->fired = 1;
+		}
+	}
+	if (!more) {
+		sl->armed = 0;
+		/* ended without F_MORE: re-arm unless ONESHOT did its job
+		 * or the poll failed for good (fd gone: EBADF...) */
+		if (!sl->fired && (res >= 0 || res == -ECANCELED))
+			queue_rearm(p, s);
+	}
+	return 0;
+}
+
+/*
+ * Reap the CQ into the batch, caller holds p->lock: every completion up to
+ * the tail; then, while the kernel flags overflowed CQEs or pending task
+ * work, flush them into the CQ (a system call) and reap again, 10 passes
+ * at most.  Stops at a full batch.
+ */
+static void reap(struct uepoll *u, struct uring_priv *p, struct batch *b)
+{
+	struct io_uring *ring = &p->ring;
+	unsigned need_enter = IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN;
+	unsigned kflags;
+	int full = 0, loops = 0;
+
 	for (;;) {
 		unsigned head = *ring->cq.khead;
 		unsigned tail = io_uring_smp_load_acquire(ring->cq.ktail);
 		unsigned seen = 0;
 
 		while (head != tail) {
-			struct io_uring_cqe *cqe = &ring->cq.cqes[head & *ring->cq.kring_mask];
-			uint64_t ud = cqe->user_data;
-			uint32_t s = (uint32_t)ud, g = (uint32_t)(ud >> 32) & GEN_MASK;
-			struct uslot *sl = s < u->n ? &p->slots[s] : NULL;
-			int more = !!(cqe->flags & IORING_CQE_F_MORE);
-			int res = cqe->res;
-
-			if ((ud & UD_INTERNAL) && sl) {
-				internal_cqe(u, p, s, g, ud, res);
-				goto next;
-			}
-			if (!sl || sl->fd < 0 || sl->gen != g) {
-				STAT(u, stale, 1);
-				goto next;
-			}
-			if (res > 0 && !sl->fired) {
-				uint32_t m = (uint32_t)res &
-					     (sl->events | EPOLLERR | EPOLLHUP) & ~(uint32_t)EV_FLAGS;
-
-				if (m && sl->stamp == batch) {
-					evs[sl->outidx].events |= m;
-					STAT(u, coalesced, 1);
-				} else if (m) {
-					if (cnt == max) {
-						full = 1;
-						break;	/* leave this CQE for the next harvest */
-					}
-					evs[cnt].events = m;
-					evs[cnt].data.u64 = sl->data;
-					sl->stamp = batch;
-					sl->outidx = cnt++;
-					if (sl->events & EPOLLONESHOT)
-						sl->fired = 1;
-				}
-			}
-			if (!more) {
-				sl->armed = 0;
-				/* ended without F_MORE: re-arm unless ONESHOT did its job
-				 * or the poll failed for good (fd gone: EBADF...) */
-				if (!sl->fired && (res >= 0 || res == -ECANCELED))
-					queue_rearm(p, s);
-			}
-next:
+			full = reap_cqe(u, p, b, &ring->cq.cqes[head & *ring->cq.kring_mask]);
+			if (full)
+				break;	/* leave this CQE for the next harvest */
 			head++;
 			seen++;
 		}
@@ -475,17 +506,28 @@ next:
 			break;
 		/* flush overflowed CQEs / run deferred task work */
 		if (kflags & IORING_SQ_CQ_OVERFLOW)
-			STAT(u, overflows, 1);
+			HSTAT(u, overflows, 1);
 		STAT_SYS(u);
 		io_uring_get_events(ring);
 	}
+}
+
+/*
+ * Re-arm the polls reap() queued (ended, and still wanted: registered, not
+ * a fired ONESHOT) and submit them with the cancels internal_cqe() queued;
+ * caller holds p->lock.
+ */
+static void rearm_queued(struct uepoll *u, struct uring_priv *p)
+{
+	unsigned i;
+
 	for (i = 0; i < p->nrearm; i++) {
 		uint32_t s = p->rearm[i];
 		struct uslot *sl = &p->slots[s];
 
 		sl->rearm = 0;
 		if (sl->fd >= 0 && !sl->armed && !sl->fired && arm(u, p, s) == 0) {
-			STAT(u, rearms, 1);
+			HSTAT(u, rearms, 1);
 			p->need_submit = 1;
 		}
 	}
@@ -494,10 +536,31 @@ next:
 		p->need_submit = 0;
 		submit(u, p);
 	}
+}
+
+static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
+{
+	struct uring_priv *p = u->priv;
+	struct io_uring *ring = &p->ring;
+	unsigned kflags = IO_URING_READ_ONCE(*ring->sq.kflags);
+	unsigned need_enter = IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN;
+	struct batch b = { .evs = evs, .max = max };
+
+	HSTAT(u, harvests, 1);
+	/* the no-event fast path: no lock, no system call */
+	if (!io_uring_cq_ready(ring) && !(kflags & need_enter))
+		return 0;
+
+	pthread_mutex_lock(&p->lock);
+	b.stamp = ++p->batch;
+	if (!b.stamp)
+		b.stamp = ++p->batch;
+	reap(u, p, &b);
+	rearm_queued(u, p);
 	pthread_mutex_unlock(&p->lock);
-	if (cnt)
-		STAT(u, events, (uint64_t)cnt);
-	return cnt;
+	if (b.cnt)
+		HSTAT(u, events, (uint64_t)b.cnt);
+	return b.cnt;
 }
 
 /* the spin test, no lock, no system call: CQEs (or overflowed ones, or
@@ -536,7 +599,7 @@ static int uring_sleep(struct uepoll *u, int timeout_ms)
 	return ret < 0 ? -errno : 0;
 }
 
-const struct uepoll_ops __uepoll_uring_ops = {
+const struct uepoll_ops __uepoll_uring_ops __hidden = {
 	.name = "uring",
 	.checks = UEPOLL_CHECKS_NONE,
 	.probe = uring_probe,

@@ -8,106 +8,108 @@
 # uring and epoll ones on the host; the native ones need EPOLL_USERPOLL:
 # with --guest they are built static and run in one boot of the patched
 # kernel (vm/check), three tries each (`make vm-check` does this).
+#
+# A mutation is a file, test/mutations/BACKEND-WHAT.diff: a unified diff
+# from the tree's root (`diff -u -p --label a/F --label b/F`, or `git
+# diff`), applied with `patch -p1 --fuzz=0`.  The lines before its first
+# "---" (patch skips them) say what it breaks and where it is caught:
+#   Mutation: the rule it breaks, in a few words
+#   Test: the test program (test/TEST.c), or test/scripts/TEST.sh
+#   Backend: uring | epoll (on the host) | native (in the guest, --guest)
+#            | script (TEST.sh run once, no build; must exit 1)
+# A mutation that no longer applies exactly (other context lines, or the
+# same ones at another line number) fails the run: the code moved under
+# it; make the diff again against the current code, breaking the same
+# rule.
+#
+# test/mutations.sh --refresh [FILE.diff...] (default: all) rewrites, in
+# the work tree, the mutations that still apply but at another line
+# number, as diffs of the current code with the same header.
 set -uo pipefail
 
 top=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 . "$top/scripts/env.sh"
 mode=host
 [ "${1:-}" = --guest ] && mode=guest
+[ "${1:-}" = --refresh ] && mode=refresh
 scratch=$(mktemp -d /tmp/uepoll-mut.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 
-# name @@ file @@ literal text @@ replacement @@ test @@ backend
-# (backend "script": test is test/scripts/TEST.sh, run once, must exit 1)
-mutations=(
-"no generation check@@src/uring.c@@sl->fd < 0 || sl->gen != g@@sl->fd < 0 || (sl->gen != g && 0)@@del_final@@uring"
-"no coalescing@@src/uring.c@@if (m && sl->stamp == batch)@@if (0)@@coalesce@@uring"
-"no re-arm of ended polls@@src/uring.c@@	if (!sl->rearm) {@@	if (0) {@@overflow@@uring"
-"no overflow flush@@src/uring.c@@io_uring_get_events(ring);@@(void)0;@@overflow@@uring"
-"ONESHOT fires again@@src/uring.c@@sl->fired = 1;@@(void)0;@@oneshot@@uring"
-"MOD keeps old data@@src/uring.c@@		sl->data = ev->data.u64;
-		sl->fired = 0;
-		if (!sl->armed)@@		sl->fired = 0;
-		if (!sl->armed)@@mod@@uring"
-"no capacity limit (epoll)@@src/epoll.c@@p->count >= u->n@@0@@capacity@@epoll"
-"no capacity limit (uring)@@src/uring.c@@if (!p->nfree) {@@if (0) {@@capacity@@uring"
-"EPOLLET not required@@src/uepoll.c@@ || !(e.events & EPOLLET)@@@@ctl_errors@@epoll"
-"regular files accepted@@src/uepoll.c@@S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)@@0@@ctl_errors@@uring"
-"exit leaks the ring fd@@src/uring.c@@io_uring_queue_exit(&p->ring);	/*@@(void)0;	/*@@smoke@@uring"
-"use after exit not detected@@src/uepoll.c@@UEPOLL_MAGIC_DEAD ? -EBADF : -EINVAL@@UEPOLL_MAGIC_DEAD ? -EINVAL : -EINVAL@@bad_input@@epoll"
-"EINTR swallowed (uring)@@src/uring.c@@return ret < 0 ? -errno : 0;@@return (void)ret, 0;@@wait@@uring"
-"EINTR swallowed (epoll)@@src/epoll.c@@	if (ret < 0)
-		return -errno;@@	if (ret < 0)
-		return 0;@@wait@@epoll"
-"wait returns early on a stale wake-up@@src/uepoll.c@@		ret = ops->sleep(u, left < 0 ? -1 : (int)((left + 999999) / 1000000));
-		if (ret < 0)
-			return ret;@@		ret = ops->sleep(u, left < 0 ? -1 : (int)((left + 999999) / 1000000));
-		if (ret <= 0)
-			return ret;@@wait@@uring"
-"lost edge (epoll)@@src/epoll.c@@	if (ret)
-		STAT(u, events@@	if (ret > 0 && evs[0].data.u64 % 7 == 3)
-		ret = 0;
-	if (ret)
-		STAT(u, events@@lost_wakeup@@epoll"
-"lost edge (uring)@@src/uring.c@@	if (cnt)
-		STAT(u, events@@	if (cnt && evs[0].data.u64 % 7 == 3)
-		cnt = 0;
-	if (cnt)
-		STAT(u, events@@lost_wakeup@@uring"
-"syscall in uring harvest@@src/uring.c@@	if (!io_uring_cq_ready(ring) && !(kflags & need_enter))@@	STAT(u, syscalls, 1);
-	if (!io_uring_cq_ready(ring) && !(kflags & need_enter))@@stats@@uring"
-"DEL not final (epoll)@@src/epoll.c@@	if (epoll_ctl(u->fd, op, fd, ev) < 0) {@@	if (op != EPOLL_CTL_DEL && epoll_ctl(u->fd, op, fd, ev) < 0) {@@del_final@@epoll"
-"polls of an exited thread not re-armed@@src/uring.c@@(res >= 0 || res == -ECANCELED)@@(res >= 0)@@threads@@uring"
-"auto never falls back to epoll@@src/uepoll.c@@		if (ops_lookup(auto_order[i])->probe() == 0)@@		if (ops_lookup(auto_order[i])->probe() == 0 || i == 1)@@fallback@@uring"
-"UEPOLL_CLOEXEC ignored@@src/epoll.c@@(flags & UEPOLL_CLOEXEC) ? EPOLL_CLOEXEC : 0@@(flags & UEPOLL_CLOEXEC) ? 0 : 0@@init@@epoll"
-"bad UEPOLL_BACKEND value accepted@@src/uepoll.c@@	if (b < 0)
-		return -EINVAL;@@	if (b < 0)
-		return 0;@@init@@uring"
-"init takes a backend value no backend has@@src/uepoll.c@@	if (!ops)
-		return -EINVAL;@@	if (!ops)
-		ops = registry[0];@@backends@@epoll"
-"the backend list is not the automatic order@@src/uepoll.c@@		backends[i] = auto_order[i];@@		backends[i] = auto_order[NBACKENDS - 1 - i];@@backends@@epoll"
-"DEL leaves the kernel poll alive@@src/uring.c@@		if (sl->armed) {
-			sqe = get_sqe(u, p);@@		if (0) {
-			sqe = get_sqe(u, p);@@no_zombie@@uring"
-"wake-up of a sleeping wait lost@@src/uring.c@@ret = ppoll(&pfd, 1,@@ret = ppoll(&pfd, 0,@@wait@@uring"
-"a zero spin budget still spins@@src/uepoll.c@@	if (!budget)
-		return 0;
-	STAT(u, spins, 1);@@	STAT(u, spins, 1);@@spin@@uring"
-"any spin budget accepted@@src/uepoll.c@@	if (spin > UEPOLL_SPIN_MAX)
-		return -EINVAL;@@@@spin@@epoll"
-"ESTALE taken for an error@@src/native.c@@		if (errno == ESTALE) {@@		if (0) {@@native@@native"
-"drained ring not released to the kernel (C6)@@src/include/uepoll.h@@	uepoll_head_release(h, head);				/* C6 */@@	(void)head;@@native@@native"
-"removal entries returned as events@@src/include/uepoll.h@@		if ((f & ~EPOLLREMOVED) == 0)
-			continue;@@		if (f == 0)
-			continue;@@del_final@@native"
-"fork: child keeps the dead mapping@@src/native.c@@		p->u->hdr = NULL;@@		(void)0;@@native@@native"
-"wrong magic accepted@@src/native.c@@	if (magic != EPOLL_USERPOLL_HEADER_MAGIC || max != n ||@@	if (max != n ||@@eproto@@native"
-"header kept when the index map fails@@src/native.c@@		err = -errno;
-		munmap(p->hmap, p->hlen);@@		err = -errno;@@eproto@@native"
-"errno of a failed wait leaks@@src/uepoll.c@@	int saved_errno = errno, ret = wait_(u, evs, max, timeout_ms);
+# header field $1 of mutation file $2 (empty if absent)
+mut_field() {
+	sed -n -e '/^--- /q' -e "s/^$1:[[:space:]]*//p" "$2" | head -n 1
+}
 
-	errno = saved_errno;@@	int ret = wait_(u, evs, max, timeout_ms);
-@@wait@@epoll"
-"native ctl pays an fstat@@src/uepoll.c@@	if (ops->checks == UEPOLL_CHECKS_NONE ||@@	if (ops->checks != UEPOLL_CHECKS_EPOLL ||@@native@@native"
-"auto passes native by@@src/uepoll.c@@		if (ops_lookup(auto_order[i])->probe() == 0)@@		if (ops_lookup(auto_order[i])->probe() == 0 && i > 0)@@init@@native"
-"kernel/build keeps the caller's environment@@kernel/build@@. \"\$root/scripts/env.sh\"@@uepoll_git_private() { git \"\$@\"; }@@kernel-first-extract@@script"
-"a refused tarball leaves its tree in the cache@@kernel/build@@	if [ \"\$got\" != \"\$base\" ]; then
-		rm -rf \"\$cache/.extract\"@@	if [ \"\$got\" != \"\$base\" ]; then@@kernel-first-extract@@script"
-)
+# the files mutation $1 changes (its "+++ b/FILE" lines)
+mut_files() {
+	sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$1"
+}
+
+# apply mutation $1 to the tree $2: 0 applied exactly; 1 does not apply
+# (printed: patch's complaint); 2 applies only at another line number
+# (printed: patch's "offset" lines; the tree is not changed)
+mut_apply() {
+	local out
+
+	out=$(patch -d "$2" -p1 -f --fuzz=0 --dry-run --no-backup-if-mismatch \
+		-i "$1" 2>&1 </dev/null) || { echo "$out"; return 1; }
+	if grep -qiE 'offset|fuzz' <<<"$out"; then
+		grep -iE 'offset|fuzz' <<<"$out"
+		return 2
+	fi
+	patch -d "$2" -p1 -f -s --fuzz=0 --no-backup-if-mismatch -i "$1" </dev/null
+}
+
+# --refresh: the same change as a diff of the current code
+if [ "$mode" = refresh ]; then
+	shift
+	[ $# -gt 0 ] || set -- "$top"/test/mutations/*.diff
+	rc=0
+	for mf in "$@"; do
+		mf=$(realpath -- "$mf")
+		rm -rf "$scratch/a" "$scratch/b"
+		for f in $(mut_files "$mf"); do
+			mkdir -p "$scratch/a/$(dirname "$f")"
+			cp "$top/$f" "$scratch/a/$f"
+		done
+		cp -r "$scratch/a" "$scratch/b"
+		mut_apply "$mf" "$scratch/b" >"$scratch/out"
+		case $? in
+		0) echo "unchanged: $mf"; continue ;;
+		1) echo "MUTATION DOES NOT APPLY: $mf: break the same rule in the current code by hand"
+		   sed 's/^/    /' "$scratch/out"; rc=1; continue ;;
+		esac
+		patch -d "$scratch/b" -p1 -f -s --fuzz=0 --no-backup-if-mismatch -i "$mf" </dev/null
+		{
+			sed '/^--- /,$d' "$mf"
+			for f in $(mut_files "$mf"); do
+				(cd "$scratch" && diff -u -p --label "a/$f" --label "b/$f" "a/$f" "b/$f")
+			done
+		} >"$scratch/new"
+		cp "$scratch/new" "$mf"
+		echo "refreshed: $mf"
+	done
+	exit $rc
+fi
 
 pass=0 fail=0 idx=0 guest_skipped=0
 glib=$scratch/glib list=$scratch/list
 mkdir -p "$glib/test" "$glib/tools"
 : >"$list"
 declare -A gname
-for m in "${mutations[@]}"; do
-	name=${m%%@@*}; rest=${m#*@@}
-	file=${rest%%@@*}; rest=${rest#*@@}
-	old=${rest%%@@*}; rest=${rest#*@@}
-	new=${rest%%@@*}; rest=${rest#*@@}
-	test=${rest%%@@*}; be=${rest#*@@}
+mutations=("$top"/test/mutations/*.diff)
+[ -f "${mutations[0]}" ] || { echo "mutations: none in $top/test/mutations"; exit 1; }
+for mf in "${mutations[@]}"; do
+	name=$(mut_field Mutation "$mf")
+	test=$(mut_field Test "$mf")
+	be=$(mut_field Backend "$mf")
+	name=${name:-$(basename "$mf" .diff)}
 	idx=$((idx + 1))
+	if [ -z "$test" ] || [ -z "$be" ] || [ -z "$(mut_files "$mf")" ]; then
+		echo "BROKEN MUTATION (no Test:, Backend: or +++ line): $mf"
+		fail=$((fail + 1))
+		continue
+	fi
 	if [ "$mode" = host ] && [ "$be" = native ]; then
 		guest_skipped=$((guest_skipped + 1))
 		continue
@@ -115,13 +117,17 @@ for m in "${mutations[@]}"; do
 	[ "$mode" = guest ] && [ "$be" != native ] && continue
 	rm -rf "$scratch/t" && mkdir -p "$scratch/t"
 	cp -r "$top/src" "$top/test" "$top/tools" "$top/Makefile" "$top/kernel" "$top/scripts" "$scratch/t/"
-	cp "$scratch/t/$file" "$scratch/orig"
-	OLD=$old NEW=$new perl -0pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/' "$scratch/t/$file"
-	if cmp -s "$scratch/orig" "$scratch/t/$file"; then
-		echo "BROKEN MUTATION (sed matched nothing): $name"
-		fail=$((fail + 1))
-		continue
-	fi
+	mut_apply "$mf" "$scratch/t" >"$scratch/out"
+	case $? in
+	1) echo "MUTATION DOES NOT APPLY: $(mut_files "$mf" | paste -sd ' ') — the code drifted, regenerate it: ${mf#"$top"/} ($name)"
+	   sed 's/^/    /' "$scratch/out"
+	   fail=$((fail + 1))
+	   continue ;;
+	2) echo "MUTATION DOES NOT APPLY: $(mut_files "$mf" | paste -sd ' ') — the code drifted (the same lines, elsewhere), regenerate it: test/mutations.sh --refresh ${mf#"$top"/}"
+	   sed 's/^/    /' "$scratch/out"
+	   fail=$((fail + 1))
+	   continue ;;
+	esac
 	if [ "$mode" = guest ]; then
 		if ! make -s -C "$scratch/t" B=build STATIC=1 PROG_LDFLAGS=-static "build/test/$test" \
 			>"$scratch/log" 2>&1; then
@@ -175,28 +181,23 @@ if [ "$mode" = guest ] && [ -s "$list" ]; then
 	# one boot for all: a mutant is caught when one of its tries fails
 	# (and is not skipped: the guest has the native backend)
 	"$top/vm/check" --no-builtin --lib "$glib" --list "$list" --quiet >"$scratch/vm.out" 2>&1
-	# vm/check's results directory: results.tsv, one row per program
-	# (label, verdict, seconds, log), and out/LABEL.log (vm/README.md)
-	res=$(sed -n 's/^results: *//p' "$scratch/vm.out" | tail -n 1)
-	if [ -z "$res" ] || [ ! -f "$res/results.tsv" ]; then
+	log=$(sed -n 's/^log: *//p' "$scratch/vm.out" | tail -n 1)
+	if [ -z "$log" ] || [ ! -f "$log" ]; then
 		echo "mutations: the guest run did not happen:"; tail -n 20 "$scratch/vm.out"
 		exit 1
 	fi
-	if [ -s "$res/kernel-reports.txt" ]; then
-		echo "mutations: the kernel reported problems:"; head "$res/kernel-reports.txt"
+	if [ -s "$(dirname "$log")/kernel-reports.txt" ]; then
+		echo "mutations: the kernel reported problems:"; head "$(dirname "$log")/kernel-reports.txt"
 		fail=$((fail + 1))
 	fi
 	for i in $(printf "%s\n" "${!gname[@]}" | sort -n); do
-		rows=$(awk -F '\t' -v p="mut-$i-" 'NR > 1 && substr($1, 1, length(p)) == p' "$res/results.tsv")
-		verdicts=$(cut -f2 <<<"$rows" | grep . | sort | uniq -c | tr -s ' ' | tr '\n' ' ')
-		# caught: one of its tries failed (a timeout too)
-		flog=$(awk -F '\t' '$2 == "FAIL" || $2 == "TIMEOUT" { print $4; exit }' <<<"$rows")
-		if [ -n "$flog" ]; then
-			why=$(grep -a -m1 -E '^FAIL |timeout' "$res/$flog" 2>/dev/null)
-			echo "caught: ${gname[$i]} (native, guest):${verdicts:+ $verdicts}${why:+: $why}"
+		res=$(grep -a "^UEPOLL-GUEST-TEST: [A-Z]* mut-$i-" "$log" | awk '{ print $2 }' | sort | uniq -c | tr -s ' ' | tr '\n' ' ')
+		if grep -aq "^UEPOLL-GUEST-TEST: FAIL mut-$i-" "$log"; then
+			why=$(grep -a -m1 -E '^FAIL |timeout' "$(dirname "$log")/out/mut-$i-1.log" 2>/dev/null)
+			echo "caught: ${gname[$i]} (native, guest):${res:+ $res}${why:+: $why}"
 			pass=$((pass + 1))
 		else
-			echo "NOT CAUGHT: ${gname[$i]} on native in the guest: ${verdicts:-not run}"
+			echo "NOT CAUGHT: ${gname[$i]} on native in the guest: ${res:-not run}"
 			fail=$((fail + 1))
 		fi
 	done

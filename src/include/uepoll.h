@@ -61,23 +61,28 @@ extern "C" {
 
 /*
  * Counters, updated where the library makes the corresponding call, on
- * every backend (relaxed atomics: a snapshot from another thread is
- * consistent per field, not across fields).
+ * every backend.  Each has one of two kinds of writer:
+ *   [h] the harvester only (uepoll_harvest(), uepoll_wait(): one at a time
+ *       per instance, on every backend): a relaxed load and a relaxed
+ *       store, no locked instruction;
+ *   [c] any thread in uepoll_ctl() as well: a relaxed atomic add.
+ * Every access is atomic and relaxed: a snapshot from another thread is
+ * consistent per field, not across fields.
  */
 struct uepoll_stats {
-	uint64_t events;	/* events returned by harvest/wait */
-	uint64_t harvests;	/* harvest passes (uepoll_harvest, and inside uepoll_wait) */
-	uint64_t syscalls;	/* system calls made for this instance (ctl, harvest, wait) */
-	uint64_t estale;	/* native: epoll_wait() answered ESTALE */
-	uint64_t spins;		/* native, uring: uepoll_wait() spun on the ring before sleeping */
-	uint64_t waits;		/* uepoll_wait() calls */
-	uint64_t sleeps;	/* times uepoll_wait() blocked in the kernel */
-	uint64_t coalesced;	/* completions merged into an event of the same batch */
-	uint64_t stale;		/* completions dropped: deleted or modified registration */
-	uint64_t rearms;	/* polls re-armed (multishot ended, overflow, MOD of a fired one) */
-	uint64_t overflows;	/* CQ overflow flushes */
-	uint64_t ctls;		/* successful uepoll_ctl() calls */
-	uint64_t ctl_syscalls;	/* the part of syscalls made by uepoll_ctl() */
+	uint64_t events;	/* [h] events returned by harvest/wait */
+	uint64_t harvests;	/* [h] harvest passes (uepoll_harvest, and inside uepoll_wait) */
+	uint64_t syscalls;	/* [c] system calls made for this instance (ctl, harvest, wait) */
+	uint64_t estale;	/* [h] native: epoll_wait() answered ESTALE */
+	uint64_t spins;		/* [h] native, uring: uepoll_wait() spun on the ring before sleeping */
+	uint64_t waits;		/* [h] uepoll_wait() calls */
+	uint64_t sleeps;	/* [h] times uepoll_wait() blocked in the kernel */
+	uint64_t coalesced;	/* [h] completions merged into an event of the same batch */
+	uint64_t stale;		/* [h] completions dropped: deleted or modified registration */
+	uint64_t rearms;	/* [h] polls re-armed (multishot ended, overflow, MOD of a fired one) */
+	uint64_t overflows;	/* [h] CQ overflow flushes */
+	uint64_t ctls;		/* [c] successful uepoll_ctl() calls */
+	uint64_t ctl_syscalls;	/* [c] the part of syscalls made by uepoll_ctl() */
 	uint64_t reserved[3];
 };
 
@@ -129,9 +134,15 @@ UEPOLL_API int uepoll_backend_probe(unsigned backend);
 /* Slow path of uepoll_harvest(): every backend but native.  Not an API. */
 UEPOLL_API int __uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max);
 
-static inline void __uepoll_stat_add(uint64_t *c, uint64_t v)
+/*
+ * Add to a counter only the harvester writes ([h] in struct uepoll_stats).
+ * One writer at a time needs no read-modify-write: a relaxed load and a
+ * relaxed store (plain moves on x86, no lock prefix), atomic so that
+ * uepoll_get_stats() in another thread reads no torn value.  Not an API.
+ */
+static inline void __uepoll_stat_harvester(uint64_t *c, uint64_t v)
 {
-	__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
 }
 
 /*
@@ -180,9 +191,9 @@ static inline int uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int 
 	}
 	u->head = head;
 	uepoll_head_release(h, head);				/* C6 */
-	__uepoll_stat_add(&u->stats.harvests, 1);
+	__uepoll_stat_harvester(&u->stats.harvests, 1);
 	if (cnt)
-		__uepoll_stat_add(&u->stats.events, (uint64_t)cnt);
+		__uepoll_stat_harvester(&u->stats.events, (uint64_t)cnt);
 	return cnt;
 }
 

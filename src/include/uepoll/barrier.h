@@ -39,7 +39,8 @@ static inline uint32_t uepoll_hdr_read_once(const uint32_t *field)
 /*
  * C1: tail.  Pairs with K3, smp_store_release(&hdr->tail) in
  * ep_uring_push(): every index entry below the tail we read is published.
- * Used by uepoll_native_harvest() and the emptiness check before sleeping.
+ * Used by uepoll_harvest() (uepoll.h) and by native_ready(), the spin test
+ * of uepoll_wait() (native.c).
  */
 static inline uint32_t uepoll_tail_acquire(const struct epoll_uheader *h)
 {
@@ -62,8 +63,7 @@ static inline uint32_t uepoll_index_read(const uint32_t *slot)
  * (fetch_or in ep_add_event_to_uring()) and K5 (cmpxchg in
  * ep_remove_user_item()): the data written (K4) before the registration
  * could fire is visible.  Release orders our reads of this item before the
- * kernel may see 0 and push a new entry for it.  Used by
- * uepoll_native_harvest().
+ * kernel may see 0 and push a new entry for it.  Used by uepoll_harvest().
  */
 static inline uint32_t uepoll_item_take(struct epoll_uitem *it)
 {
@@ -74,7 +74,7 @@ static inline uint32_t uepoll_item_take(struct epoll_uitem *it)
  * C4: the item's data.  Acquire pairs with K4, smp_store_release(&data) in
  * ep_uring_item_init() (ADD and MOD), and orders C5 after it: if we read a
  * later registration's data, C5 sees the EPOLLREMOVED that K5 wrote before
- * that registration existed.  Used by uepoll_native_harvest().
+ * that registration existed.  Used by uepoll_harvest().
  */
 static inline uint64_t uepoll_item_data_acquire(const struct epoll_uitem *it)
 {
@@ -85,8 +85,7 @@ static inline uint64_t uepoll_item_data_acquire(const struct epoll_uitem *it)
  * C5: was the item removed after we took its events (C3)?  Only the
  * consumer clears EPOLLREMOVED, so a set bit here means a DEL (K5) ran
  * between C3 and C4: the events belong to a removed registration and
- * are dropped.  Ordered after C4 by C4's acquire.  Used by
- * uepoll_native_harvest().
+ * are dropped.  Ordered after C4 by C4's acquire.  Used by uepoll_harvest().
  */
 static inline int uepoll_item_removed_since(const struct epoll_uitem *it)
 {
@@ -98,7 +97,7 @@ static inline int uepoll_item_removed_since(const struct epoll_uitem *it)
  * C6: give consumed entries back.  Release orders our reads of the index
  * entries (C2) before the kernel's K6 READ_ONCE(hdr->head) in
  * ep_uring_events_available() can see them consumed.  Used by
- * uepoll_native_harvest().
+ * uepoll_harvest().
  */
 static inline void uepoll_head_release(struct epoll_uheader *h, uint32_t head)
 {
