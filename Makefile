@@ -127,6 +127,7 @@ check-host: deps
 	$(MAKE) all
 	$(MAKE) man-check
 	@scripts/check-uapi
+	@scripts/check-fnlen
 	$(MAKE) check-mutations
 	$(MAKE) check-asan
 	$(MAKE) check-tsan
