@@ -28,8 +28,16 @@ cat >"$tmp/bin/id" <<EOF2
 #!/bin/sh
 cat "$tmp/uid"
 EOF2
+# apt-get: logs its command without the -o options, and "nolockwait"
+# when it was not told to wait for dpkg's lock
 cat >"$tmp/bin/apt-get" <<EOF2
 #!/bin/bash
+wait=0
+while [ "\$1" = -o ]; do
+	case \$2 in DPkg::Lock::Timeout=[1-9]*) wait=1 ;; esac
+	shift 2
+done
+[ \$wait = 1 ] || echo nolockwait >>"$tmp/apt.log"
 echo "apt-get \$*" >>"$tmp/apt.log"
 [ "\$1" = update ] && exit \$(cat "$tmp/update-rc")
 exit 0
@@ -61,7 +69,8 @@ last=$(tail -n 1 "$tmp/err")
 [ $rc = 1 ] && [ "$last" = "deps: error: missing Debian packages: liburing-dev pkgconf; install them as root: apt-get update && apt-get install --no-install-recommends liburing-dev pkgconf" ] &&
 	[ ! -e "$tmp/apt.log" ] && ok "user: $last" || fail "user: exit $rc, '$last'"
 
-# 3. root: update, then exactly the missing ones
+# 3. root: update, then exactly the missing ones, each waiting for a dpkg
+# lock another apt holds (a machine that just booted runs one)
 echo 0 >"$tmp/uid"
 run build
 rc=$?
