@@ -443,6 +443,28 @@ TEST_F(ctl, wait_arguments)
 	EXPECT_EQ(-1, syscall(__NR_epoll_pwait2, self->u.fd, evs, 1, &ts, NULL, 8));
 	EXPECT_EQ(EINVAL, errno) TH_LOG("epoll_pwait2 events!=NULL");
 
+	/*
+	 * Stock epoll_wait() answers EINVAL for maxevents <= 0 before it
+	 * looks at the fd: the userpoll form (NULL, 0) on a bad fd or on a
+	 * file that is no epoll instance keeps that answer, not EBADF.
+	 */
+	errno = 0;
+	EXPECT_EQ(-1, syscall(__NR_epoll_pwait, -1, NULL, 0, 0, NULL, 8));
+	EXPECT_EQ(EINVAL, errno) TH_LOG("fd -1, NULL, 0: errno %d", errno);
+	errno = 0;
+	EXPECT_EQ(-1, syscall(__NR_epoll_pwait, 12345, NULL, 0, 0, NULL, 8));
+	EXPECT_EQ(EINVAL, errno) TH_LOG("closed fd, NULL, 0: errno %d", errno);
+	errno = 0;
+	EXPECT_EQ(-1, syscall(__NR_epoll_pwait2, 12345, NULL, 0, &ts, NULL, 8));
+	EXPECT_EQ(EINVAL, errno) TH_LOG("pwait2 closed fd, NULL, 0: errno %d", errno);
+	errno = 0;
+	EXPECT_EQ(-1, syscall(__NR_epoll_pwait, self->efd, NULL, 0, 0, NULL, 8));
+	EXPECT_EQ(EINVAL, errno) TH_LOG("eventfd, NULL, 0: errno %d", errno);
+	/* with a buffer, the order is stock's too: a bad fd is EBADF */
+	errno = 0;
+	EXPECT_EQ(-1, epoll_wait(12345, evs, 4, 0));
+	EXPECT_EQ(EBADF, errno) TH_LOG("closed fd, evs, 4: errno %d", errno);
+
 	/* the accepted form: NULL, 0; empty ring, zero timeout -> 0 */
 	EXPECT_EQ(0, epoll_wait(self->u.fd, NULL, 0, 0)) TH_LOG("errno %d", errno);
 	EXPECT_EQ(0, epoll_pwait(self->u.fd, NULL, 0, 0, NULL)) TH_LOG("errno %d", errno);

@@ -225,6 +225,52 @@ TEST_F(ring, oneshot_mod_while_pending)
 }
 
 /*
+ * MOD narrows the mask of an item with pending events: bits outside the
+ * new mask are no longer reported (plain epoll re-polls with the new
+ * mask), what the new mask still covers and the fd still has is.  No
+ * second entry is pushed for the item, pending or not, and a later edge
+ * comes through the entry that is still in the ring.
+ */
+TEST_F(ring, mod_narrows_pending_events)
+{
+	struct up_event ev[4];
+	int fd = self->efd[0];
+
+	/* an eventfd is writable: OUT fires at ADD, then IN with a write */
+	ASSERT_EQ(0, ADD(0, EPOLLIN | EPOLLOUT | EPOLLET, 1));
+	ASSERT_EQ(1, up_tail(&self->u));
+	ASSERT_EQ(0, POKE(0));
+	EXPECT_EQ(EPOLLIN | EPOLLOUT, self->u.hdr->items[0].ready_events);
+	ASSERT_EQ(0, MOD(0, INET, 2));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(EPOLLIN, ev[0].events) TH_LOG("events 0x%x after MOD to EPOLLIN", ev[0].events);
+	EXPECT_EQ(2, ev[0].data);
+	EXPECT_EQ(1, up_tail(&self->u)) TH_LOG("MOD pushed a second entry");
+
+	/* only OUT pending, MOD to IN on an fd that is not readable: nothing */
+	ASSERT_EQ(1, up_efd_read(fd));
+	ASSERT_EQ(0, MOD(0, EPOLLIN | EPOLLOUT | EPOLLET, 3));
+	ASSERT_EQ(2, up_tail(&self->u));
+	EXPECT_EQ(EPOLLOUT, self->u.hdr->items[0].ready_events);
+	ASSERT_EQ(0, MOD(0, INET, 4));
+	EXPECT_EQ(2, up_tail(&self->u)) TH_LOG("MOD pushed a second entry");
+	EXPECT_EQ(0, self->u.hdr->items[0].ready_events & ~EPOLLREMOVED)
+		TH_LOG("ready_events 0x%x", self->u.hdr->items[0].ready_events);
+	/* the next edge rides on the pending entry: no push, one event */
+	ASSERT_EQ(0, POKE(0));
+	EXPECT_EQ(2, up_tail(&self->u)) TH_LOG("an edge pushed a second entry");
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(EPOLLIN, ev[0].events);
+	EXPECT_EQ(4, ev[0].data);
+	EXPECT_EQ(0, up_harvest(&self->u, ev, 4, NULL));
+	/* and the item works as before: a new edge, a new entry */
+	ASSERT_EQ(0, POKE(0));
+	EXPECT_EQ(3, up_tail(&self->u));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(EPOLLIN, ev[0].events);
+}
+
+/*
  * DEL of a signalled, unconsumed item, then an immediate ADD that takes the
  * same slot.  The pending entry must never produce the old registration's
  * data: with an idle new fd nothing is reported until it fires, then only
