@@ -1397,7 +1397,7 @@ static const struct metric tcp_metrics[] = {
  * entry here; scripts/bench and scripts/bench-report read it through
  * --describe.  The parameter sets: T producers; spin sweep 0 64 256 1024
  * 4096 (lat, idle) picks the default spin budget; sparse 100/1000/10000
- * registered, 1% active; tcp: the seed's 200 connections x 20,000
+ * registered, 1% active; tcp: bench_http's 200 connections x 20,000
  * requests.  The guest's counts are scaled down (TCG), each set with the
  * timeout vm/check gives it.
  */

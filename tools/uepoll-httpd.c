@@ -11,7 +11,7 @@
  *
  * Library mode: every socket registered EPOLLIN|EPOLLET through
  * uepoll_ctl, read until EAGAIN, DEL before close; the library's
- * epoll backend is the "epoll-ET" of the seed's measurement.
+ * epoll backend is the "epoll-ET" of the 2019 series' libevent measurement.
  * --plain-epoll-lt: the reference, no library: epoll_create1, sockets
  * level-triggered, one read per readiness, close without DEL.
  *
