@@ -47,11 +47,16 @@ _Static_assert(sizeof(auto_order) / sizeof(auto_order[0]) == NBACKENDS,
 _Static_assert(NBACKENDS <= UEPOLL_BACKEND_MASK >> UEPOLL_BACKEND_SHIFT,
 	       "the backend field of the flags is too narrow");
 
-/* the ops of backend value b, NULL for auto or a value no backend has */
+/*
+ * The ops of backend value b; NULL for auto, for a value no backend has
+ * and for bits outside UEPOLL_BACKEND_MASK.
+ */
 static const struct uepoll_ops *ops_lookup(unsigned b)
 {
-	unsigned i = (b & UEPOLL_BACKEND_MASK) >> UEPOLL_BACKEND_SHIFT;
+	unsigned i = b >> UEPOLL_BACKEND_SHIFT;
 
+	if (b & ~UEPOLL_BACKEND_MASK)
+		return NULL;
 	return i >= 1 && i <= NBACKENDS ? registry[i - 1] : NULL;
 }
 
@@ -108,8 +113,6 @@ UEPOLL_API const char *uepoll_backend_str(unsigned backend)
 
 	if (backend == UEPOLL_BACKEND_AUTO)
 		return "auto";
-	if (backend & ~UEPOLL_BACKEND_MASK)
-		return NULL;
 	ops = ops_lookup(backend);
 	return ops ? ops->name : NULL;
 }
@@ -117,10 +120,8 @@ UEPOLL_API const char *uepoll_backend_str(unsigned backend)
 UEPOLL_API int uepoll_backend_probe(unsigned backend)
 {
 	int saved_errno = errno, ret = -EINVAL;
-	const struct uepoll_ops *ops = NULL;
+	const struct uepoll_ops *ops = ops_lookup(backend);
 
-	if (!(backend & ~UEPOLL_BACKEND_MASK))
-		ops = ops_lookup(backend);
 	if (ops)
 		ret = ops->probe();
 	errno = saved_errno;
@@ -238,7 +239,7 @@ static int init(struct uepoll *u, unsigned n, unsigned flags)
 		pthread_once(&auto_once, auto_probe);
 		flags |= auto_backend;
 	}
-	ops = ops_lookup(flags);
+	ops = ops_lookup(flags & UEPOLL_BACKEND_MASK);
 	if (!ops)
 		return -EINVAL;		/* a backend value this build lacks */
 	u->backend = (int)(flags & UEPOLL_BACKEND_MASK);
