@@ -123,7 +123,7 @@ guest-progs: | deps
 # The host suite: sanitizer and valgrind passes first, the plain pass last
 # so that the output ends with its summary lines.
 check-host: deps
-	@test/scripts/run
+	$(MAKE) check-scripts
 	$(MAKE) all
 	$(MAKE) man-check
 	@scripts/check-uapi
