@@ -216,6 +216,15 @@ static inline uint32_t up_tail(const struct up *u)
 	return uepoll_tail_acquire(u->hdr);
 }
 
+/*
+ * The kernel's hint that keyless wake-ups wait to be polled (K8): a
+ * consumer that does not sleep calls epoll_wait(fd, NULL, 0, 0) when set.
+ */
+static inline uint32_t up_repoll(const struct up *u)
+{
+	return uepoll_hdr_read_once(&u->hdr->repoll);
+}
+
 /* Entries published and not yet consumed. */
 static inline uint32_t up_pending(const struct up *u)
 {
@@ -328,7 +337,7 @@ static inline uint32_t up_wait_pending(struct up *u, int ms)
  * main(): the harness, plus exit status KSFT_SKIP when the kernel lacks the
  * feature (every test has then reported SKIP and none failed).
  */
-static void up_exit_skip(void)
+static inline void up_exit_skip(void)
 {
 	if (ksft_cnt.ksft_fail == 0) {
 		fflush(NULL);

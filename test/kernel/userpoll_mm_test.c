@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
 /*
  * userpoll_mm_test - the instance as memory and as a file
- * (doc/PROTOCOL.md sections 1, 2, 8): fork() (VM_DONTCOPY), close with a
- * live mapping then munmap, RLIMIT_MEMLOCK accounting (ENOMEM without
- * CAP_IPC_LOCK, un-charged on free), fdinfo and the procfs feature file.
+ * (doc/PROTOCOL.md sections 1, 2, 8): fork() (VM_DONTCOPY, undone by
+ * MADV_DOFORK), close with a live mapping then munmap, RLIMIT_MEMLOCK
+ * accounting (ENOMEM without CAP_IPC_LOCK, un-charged on free), the
+ * memory cgroup's charge, fdinfo and the procfs feature file.
  */
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
 #include "userpoll.h"
 
 #include <linux/capability.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -127,6 +130,122 @@ TEST(fork_child_touching_address_faults)
 	if (WIFSIGNALED(status))
 		EXPECT_EQ(SIGSEGV, WTERMSIG(status));
 	up_close(&u);
+}
+
+/*
+ * VM_DONTCOPY is the default, not a promise: MADV_DOFORK undoes it and
+ * the child then shares the parent's pages (the same ring, the same
+ * head).  The kernel allows it (it is the process's own memory); the
+ * documentation says so, and a consumer library must refuse to consume
+ * in such a child.
+ */
+TEST(fork_after_madv_dofork_shares_the_ring)
+{
+	struct up u;
+	int efd, status, err;
+	pid_t pid;
+
+	UP_REQUIRE();
+	err = up_open(&u, 16, 0);
+	ASSERT_EQ(0, err) TH_LOG("%s", strerror(-err));
+	ASSERT_EQ(0, madvise(u.hdr, u.hlen, MADV_DOFORK)) TH_LOG("%s", strerror(errno));
+	efd = eventfd(1, EFD_NONBLOCK);
+	ASSERT_EQ(0, up_ctl(u.fd, EPOLL_CTL_ADD, efd, INET, 3));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int r = 0;
+
+		if (mapped_in_maps(u.hdr) != 1)
+			r |= 1;
+		else if (u.hdr->magic != EPOLL_USERPOLL_HEADER_MAGIC ||
+			 up_tail(&u) != 1)
+			r |= 2;
+		/* the index ring kept VM_DONTCOPY */
+		if (mapped_in_maps(u.index) != 0)
+			r |= 4;
+		_exit(r);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("child died: status %#x", status);
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("child: %s%s%s", WEXITSTATUS(status) & 1 ? "header not inherited; " : "",
+		       WEXITSTATUS(status) & 2 ? "inherited header differs; " : "",
+		       WEXITSTATUS(status) & 4 ? "index ring inherited without MADV_DOFORK" : "");
+	close(efd);
+	up_close(&u);
+}
+
+/* ---- memory cgroup ------------------------------------------------------ */
+
+#define CG_ROOT "/tmp/uepoll-cg"
+
+static long cg_read_long(const char *path)
+{
+	char buf[64] = "";
+	ssize_t len;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return -1;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return len > 0 ? strtol(buf, NULL, 10) : -1;
+}
+
+static int cg_write(const char *path, const char *s)
+{
+	ssize_t len;
+	int fd = open(path, O_WRONLY);
+
+	if (fd < 0)
+		return -errno;
+	len = write(fd, s, strlen(s));
+	close(fd);
+	return len == (ssize_t)strlen(s) ? 0 : -errno;
+}
+
+/*
+ * Every allocation of an instance is charged to the creator's memory
+ * cgroup: a 65536-item instance (1 MiB + 64 KiB header, 256 KiB ring,
+ * bitmaps, the slot map) raises memory.current by at least the two
+ * shared regions, and closing it gives them back.  Runs in a child moved
+ * into a fresh cgroup (the harness forks per test).
+ */
+TEST(memcg_charges_instance)
+{
+	char procs[128], cur[128], pid[32];
+	long before, with, after;
+	int fd, err;
+
+	UP_REQUIRE();
+	mkdir(CG_ROOT, 0755);
+	if (mount("none", CG_ROOT, "cgroup2", 0, NULL) && errno != EBUSY)
+		SKIP(return, "cgroup2: %s", strerror(errno));
+	if (cg_write(CG_ROOT "/cgroup.subtree_control", "+memory"))
+		SKIP(return, "no memory controller");
+	mkdir(CG_ROOT "/t", 0755);
+	snprintf(procs, sizeof(procs), "%s/t/cgroup.procs", CG_ROOT);
+	snprintf(cur, sizeof(cur), "%s/t/memory.current", CG_ROOT);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	err = cg_write(procs, pid);
+	ASSERT_EQ(0, err) TH_LOG("joining the cgroup: %s", strerror(-err));
+
+	before = cg_read_long(cur);
+	ASSERT_LE(0, before);
+	fd = sys_epoll_create2(EPOLL_USERPOLL, EPOLL_USERPOLL_MAX_ITEMS);
+	ASSERT_LE(0, fd) TH_LOG("%s", strerror(errno));
+	with = cg_read_long(cur);
+	EXPECT_LE(before + (1L << 20) + (256L << 10), with)
+		TH_LOG("memory.current %ld -> %ld: the instance is not charged",
+		       before, with);
+	close(fd);
+	/* ep_free() ran in close(); the struct eventpoll itself is RCU-freed */
+	usleep(100 * 1000);
+	after = cg_read_long(cur);
+	EXPECT_GT(before + (256L << 10), after)
+		TH_LOG("memory.current %ld -> %ld -> %ld: not given back",
+		       before, with, after);
 }
 
 TEST(close_with_live_mapping_then_munmap)

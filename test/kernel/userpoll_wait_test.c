@@ -3,14 +3,15 @@
  * userpoll_wait_test - sleeping on an EPOLL_USERPOLL instance
  * (doc/PROTOCOL.md sections 6 and 7): ESTALE, timeout, blocking wake-up
  * from another thread, EINTR, nesting in a plain epoll and in poll(), and
- * the keyless wake-up path (signalfd, pidfd: wait queues woken without an
- * event mask, polled from a work item).
+ * the keyless wake-up path (signalfd, pidfd, pipes, unix sockets: wait
+ * queues woken without an event mask, polled in the consumer's context).
  */
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
 #include "userpoll.h"
 
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #ifndef __NR_epoll_pwait2
@@ -410,15 +411,16 @@ TEST_F(wait, nested_in_poll)
 
 /*
  * Keyless wake-ups: signalfd_notify() calls wake_up() without a mask, so
- * the callback cannot know which events fired; the kernel polls the file
- * from a work item and only then signals the item.  The EPOLLIN reported
- * proves the work ran (the wake-up itself carried no event bits).
+ * the callback cannot know which events fired.  The kernel marks the
+ * registration, raises header->repoll and wakes sleepers; the poll runs
+ * in the task that next calls epoll_wait(fd, NULL, 0, t) on the instance
+ * (PROTOCOL.md section 7).  Nothing is in the ring before that call, and
+ * signalfd, polled in this task, answers for this task's signals.
  */
 TEST_F(wait, keyless_signalfd)
 {
 	struct up_event ev[4];
 	sigset_t set;
-	uint32_t pending;
 	int sfd, k;
 
 	sigemptyset(&set);
@@ -428,29 +430,25 @@ TEST_F(wait, keyless_signalfd)
 	ASSERT_LE(0, sfd);
 	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, sfd, INET, 0x516));
 	EXPECT_EQ(0, up_tail(&self->u));
+	EXPECT_EQ(0, up_repoll(&self->u));
 	for (k = 0; k < 3; k++) {
 		struct signalfd_siginfo si;
 
 		ASSERT_EQ(0, kill(getpid(), SIGUSR2));
-		/* asynchronous: the work item signals and wakes */
-		if (!up_pending(&self->u))
-			EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 5000));
-		pending = up_wait_pending(&self->u, 5000);
-		/*
-		 * Nothing here usually means the work item polled the signalfd
-		 * as itself: signalfd_poll() looks at current's pending
-		 * signals, and current is then a kworker, not this task.
-		 */
-		ASSERT_EQ(1, pending) TH_LOG("round %d: %u entries (keyless wake-up "
-			"lost: was signalfd polled from a kworker, whose pending "
-			"signals it checks?)", k, pending);
+		/* the wake-up ran in kill(): hint up, nothing polled yet */
+		EXPECT_EQ(1, up_repoll(&self->u)) TH_LOG("round %d: no hint", k);
+		EXPECT_EQ(0, up_pending(&self->u))
+			TH_LOG("round %d: polled before the consumer asked", k);
+		/* the consumer asks: the poll runs here, in this task */
+		EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 0));
+		EXPECT_EQ(0, up_repoll(&self->u));
 		ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
 		EXPECT_EQ(0x516, ev[0].data);
 		EXPECT_EQ(EPOLLIN, ev[0].events) TH_LOG("events %#x", ev[0].events);
 		ASSERT_EQ((ssize_t)sizeof(si), read(sfd, &si, sizeof(si)));
 		EXPECT_EQ(SIGUSR2, (int)si.ssi_signo);
 	}
-	/* DEL and close flush the work: hammer the race */
+	/* DEL after a keyless wake-up clears the mark: hammer the race */
 	for (k = 0; k < 200; k++) {
 		struct signalfd_siginfo si;
 
@@ -458,19 +456,22 @@ TEST_F(wait, keyless_signalfd)
 		ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_DEL, sfd, 0, 0));
 		(void)read(sfd, &si, sizeof(si));
 		ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, sfd, INET, 0x600 + k));
+		if (k & 1)
+			(void)up_wait(self->u.fd, 0);
 	}
 	uepoll_head_release(self->u.hdr, up_tail(&self->u));
 	close(sfd);
 	/* registration gone with the fd: a signal adds nothing */
+	(void)up_wait(self->u.fd, 0);
 	uepoll_head_release(self->u.hdr, up_tail(&self->u));
-	pending = up_tail(&self->u);
 	kill(getpid(), SIGUSR2);
-	usleep(100 * 1000);
-	EXPECT_EQ(pending, up_tail(&self->u));
+	EXPECT_EQ(0, up_repoll(&self->u));
+	EXPECT_EQ(0, up_wait(self->u.fd, 0));
+	EXPECT_EQ(0, up_pending(&self->u));
 	/* SIGUSR2 stays blocked: one is pending and would kill the test */
 }
 
-/* The signalfd item, a nested sleeper: the work item must wake it. */
+/* A sleeper is woken by a keyless wake-up and polls in its own context. */
 TEST_F(wait, keyless_signalfd_wakes_sleeper)
 {
 	struct poker s = { .fd = self->u.fd };
@@ -492,19 +493,130 @@ TEST_F(wait, keyless_signalfd_wakes_sleeper)
 	EXPECT_EQ(-ESTALE, s.ret) TH_LOG("keyless event did not wake: %d", s.ret);
 	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
 	EXPECT_EQ(0x517, ev[0].data);
+	EXPECT_EQ(EPOLLIN, ev[0].events) TH_LOG("events %#x", ev[0].events);
+	close(sfd);
+}
+
+static int plain_harvest(int epfd, struct epoll_event *ev, int max)
+{
+	int n = epoll_wait(epfd, ev, max, 0);
+
+	return n < 0 ? -errno : n;
+}
+
+/*
+ * No invented events.  A signalfd watching SIGUSR1, registered for
+ * IN|PRI|OUT|RDHUP: any signal wakes it without a key.  SIGUSR2, which it
+ * does not watch, must report nothing, SIGUSR1 exactly EPOLLIN: what a
+ * plain epoll instance, registered alike, reports.
+ */
+TEST_F(wait, keyless_reports_only_what_poll_returns)
+{
+	const uint32_t mask = EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+	struct epoll_event pev[4];
+	struct up_event ev[4];
+	sigset_t set, one;
+	int sfd, ep, sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	ASSERT_EQ(0, sigprocmask(SIG_BLOCK, &set, NULL));
+	sigemptyset(&one);
+	sigaddset(&one, SIGUSR1);
+	sfd = signalfd(-1, &one, SFD_NONBLOCK);
+	ASSERT_LE(0, sfd);
+	ep = epoll_create1(0);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, up_ctl(ep, EPOLL_CTL_ADD, sfd, mask, 0x51));
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, sfd, mask, 0x51));
+	EXPECT_EQ(0, plain_harvest(ep, pev, 4));
+	EXPECT_EQ(0, up_pending(&self->u));
+
+	ASSERT_EQ(0, kill(getpid(), SIGUSR2));
+	EXPECT_EQ(1, up_repoll(&self->u));
+	EXPECT_EQ(0, up_wait(self->u.fd, 50)) TH_LOG("SIGUSR2 made the ring non-empty");
+	EXPECT_EQ(0, up_harvest(&self->u, ev, 4, NULL))
+		TH_LOG("invented events %#x", ev[0].events);
+	EXPECT_EQ(0, plain_harvest(ep, pev, 4));
+
+	ASSERT_EQ(0, kill(getpid(), SIGUSR1));
+	EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 5000));
+	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	ASSERT_EQ(1, plain_harvest(ep, pev, 4));
+	EXPECT_EQ(pev[0].events, ev[0].events)
+		TH_LOG("userpoll %#x, plain epoll %#x", ev[0].events, pev[0].events);
+	EXPECT_EQ(EPOLLIN, ev[0].events);
+
+	/* take both signals, so that later tests start clean */
+	for (sig = 0; sig < 2; sig++) {
+		struct timespec zero = { 0, 0 };
+
+		EXPECT_LT(0, sigtimedwait(&set, NULL, &zero));
+	}
+	close(ep);
 	close(sfd);
 }
 
 /*
- * The keyless path, shown directly: the work item's poll of a signalfd runs
- * in a kworker and sees no signal (signalfd_poll() looks at current), so
- * the kernel reports the requested events minus EPOLLERR|EPOLLHUP as a
- * hint (PROTOCOL.md section 7).  EPOLLOUT, which a signalfd never
- * reports, can only come from that hint: the event went wake-up (no
- * mask) -> work item -> poll -> hint.
+ * A unix stream socket's shutdown() wakes the peer without a key
+ * (sk_state_change()).  Both ends, registered alike on a plain epoll and
+ * on the userpoll instance, for IN|RDHUP and for IN|OUT|RDHUP: after each
+ * way of shutting down, the two report the same events for the same ends
+ * (nothing, where the poll finds none of the registered events).
  */
-TEST_F(wait, keyless_signalfd_hint_events)
+TEST_F(wait, keyless_unix_shutdown_matches_epoll)
 {
+	static const uint32_t masks[] = { EPOLLIN | EPOLLRDHUP | EPOLLET,
+		EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET };
+	static const int how[] = { SHUT_WR, SHUT_RD, SHUT_RDWR };
+	int sv[2], ep, step;
+
+	for (step = 0; step < 6; step++) {
+		uint32_t mask = masks[step / 3];
+		struct epoll_event pev[4];
+		struct up_event ev[4];
+		uint32_t pe[2] = { 0, 0 }, ue[2] = { 0, 0 };
+		int n, i;
+
+		ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv));
+		ep = epoll_create1(0);
+		ASSERT_LE(0, ep);
+		for (i = 0; i < 2; i++) {
+			ASSERT_EQ(0, up_ctl(ep, EPOLL_CTL_ADD, sv[i], mask, i));
+			ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, sv[i], mask, i));
+		}
+		/* both writable at ADD: take those first */
+		(void)plain_harvest(ep, pev, 4);
+		(void)up_harvest(&self->u, ev, 4, NULL);
+
+		ASSERT_EQ(0, shutdown(sv[0], how[step % 3]));
+		(void)up_wait(self->u.fd, 0);
+		n = up_harvest(&self->u, ev, 4, NULL);
+		for (i = 0; i < n; i++)
+			ue[ev[i].data & 1] |= ev[i].events;
+		n = plain_harvest(ep, pev, 4);
+		for (i = 0; i < n; i++)
+			pe[pev[i].data.u64 & 1] |= pev[i].events;
+		EXPECT_EQ(pe[0], ue[0])
+			TH_LOG("mask %#x, shutdown(%d), end 0: userpoll %#x, plain epoll %#x",
+			       mask, how[step % 3], ue[0], pe[0]);
+		EXPECT_EQ(pe[1], ue[1])
+			TH_LOG("mask %#x, shutdown(%d), end 1: userpoll %#x, plain epoll %#x",
+			       mask, how[step % 3], ue[1], pe[1]);
+		for (i = 0; i < 2; i++)
+			ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_DEL, sv[i], 0, 0));
+		(void)up_harvest(&self->u, ev, 4, NULL);
+		close(ep);
+		close(sv[0]);
+		close(sv[1]);
+	}
+}
+
+/* poll() of the instance polls the marked registrations too. */
+TEST_F(wait, keyless_polled_by_poll)
+{
+	struct pollfd pfd = { .fd = self->u.fd, .events = POLLIN };
 	struct up_event ev[4];
 	sigset_t set;
 	int sfd;
@@ -514,22 +626,20 @@ TEST_F(wait, keyless_signalfd_hint_events)
 	ASSERT_EQ(0, sigprocmask(SIG_BLOCK, &set, NULL));
 	sfd = signalfd(-1, &set, SFD_NONBLOCK);
 	ASSERT_LE(0, sfd);
-	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, sfd,
-			    EPOLLIN | EPOLLOUT | EPOLLHUP | EPOLLET, 0x518));
-	EXPECT_EQ(0, up_tail(&self->u)) TH_LOG("signalfd ready at ADD (EPOLLOUT?)");
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, sfd, INET, 0x519));
 	ASSERT_EQ(0, kill(getpid(), SIGUSR2));
-	ASSERT_EQ(1, up_wait_pending(&self->u, 5000));
+	EXPECT_EQ(0, up_pending(&self->u));
+	EXPECT_EQ(1, poll(&pfd, 1, 5000));
+	EXPECT_EQ(POLLIN, pfd.revents);
+	EXPECT_EQ(0, up_repoll(&self->u));
 	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
-	EXPECT_EQ(0x518, ev[0].data);
-	EXPECT_EQ(EPOLLIN | EPOLLOUT, ev[0].events)
-		TH_LOG("events %#x: expected the hint EPOLLIN|EPOLLOUT", ev[0].events);
+	EXPECT_EQ(EPOLLIN, ev[0].events);
 	close(sfd);
 }
 
 /*
- * pidfd wakes without a mask too (do_notify_pidfd()), but its poll does not
- * depend on the calling task: the work item's poll finds EPOLLIN and that
- * is what is reported, not the requested EPOLLOUT (no hint).
+ * pidfd wakes without a mask too (do_notify_pidfd()): the poll finds
+ * EPOLLIN and that is what is reported, not the requested EPOLLOUT.
  */
 TEST_F(wait, keyless_pidfd)
 {
@@ -550,7 +660,6 @@ TEST_F(wait, keyless_pidfd)
 	EXPECT_EQ(0, up_tail(&self->u));
 	/* do_notify_pidfd(): wake_up_all() without a key */
 	EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 10000));
-	ASSERT_EQ(1, up_wait_pending(&self->u, 5000));
 	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
 	EXPECT_EQ(0x9d, ev[0].data);
 	EXPECT_EQ(EPOLLIN, ev[0].events) TH_LOG("events %#x", ev[0].events);
@@ -560,9 +669,9 @@ TEST_F(wait, keyless_pidfd)
 
 /*
  * Writer side of a pipe closed: pipe_release() wakes the readers without a
- * mask, the work item polls the pipe (pipe_poll() does not depend on the
- * calling task) and finds EPOLLHUP, which every registration gets even
- * unrequested.  Data written before is a keyed EPOLLIN.
+ * mask, the consumer's epoll_wait() polls the pipe and finds EPOLLHUP,
+ * which every registration gets even unrequested.  Data written before is
+ * a keyed EPOLLIN, in the ring at once.
  */
 TEST_F(wait, keyless_pipe_hup)
 {
@@ -579,14 +688,14 @@ TEST_F(wait, keyless_pipe_hup)
 	EXPECT_EQ(EPOLLIN, ev[0].events);
 	ASSERT_EQ(1, read(p[0], &c, 1));
 	close(p[1]);
-	ASSERT_EQ(1, up_wait_pending(&self->u, 5000)) TH_LOG("no event for the hang-up");
+	EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 5000)) TH_LOG("no event for the hang-up");
 	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
 	EXPECT_EQ(0x91, ev[0].data);
 	EXPECT_EQ(EPOLLHUP, ev[0].events & EPOLLHUP) TH_LOG("events %#x", ev[0].events);
 	close(p[0]);
 }
 
-/* Closing the instance right after a keyless wake-up: the work is flushed. */
+/* Closing the instance right after a keyless wake-up, with the mark set. */
 TEST(keyless_close_race)
 {
 	sigset_t set;
@@ -632,7 +741,7 @@ TEST(keyless_close_registered_race)
 		kill(getpid(), SIGUSR2);
 		if (k & 1)
 			(void)read(sfd, &si, sizeof(si));
-		close(sfd);	/* eventpoll_release(): removal flushes the work */
+		close(sfd);	/* eventpoll_release(): removal clears the mark */
 		uepoll_head_release(u.hdr, up_tail(&u));
 	}
 	/* every registration went with its file: the slots are free */

@@ -67,7 +67,8 @@ struct epoll_uheader {
 	__u32 max_items_nr;	/* n given to epoll_create2()      (kernel, once) */
 	__u32 head;		/* consumer position            (userspace only) */
 	__u32 tail;		/* producer position            (kernel only) */
-	__u32 __reserved[26];	/* zero */
+	__u32 repoll;		/* keyless wake-ups to poll: hint (kernel only) */
+	__u32 __reserved[25];	/* zero */
 	struct epoll_uitem items[];
 };
 
