@@ -107,6 +107,16 @@ $(B)/test/eproto: test/eproto.c test/helpers.h $(ALIB) src/include/uepoll.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(PROG_LDFLAGS) -Wl,--wrap=mmap -Wl,--wrap=munmap -o $@ $< $(ALIB) $(LIBS)
 
+# tests of the native backend against a kernel forged in the process
+# (test/fake_kernel.h): the library's open, syscall, mmap and epoll_wait
+# land in the test (ld --wrap), so the static library, as for eproto
+FAKE_KERNEL_TESTS := $(B)/test/repoll $(B)/test/fork_fake
+FAKE_KERNEL_WRAP  := -Wl,--wrap=open -Wl,--wrap=syscall -Wl,--wrap=mmap -Wl,--wrap=epoll_wait
+$(FAKE_KERNEL_TESTS): $(B)/test/%: test/%.c test/helpers.h test/fake_kernel.h $(ALIB) src/include/uepoll.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(PROG_LDFLAGS) $(FAKE_KERNEL_WRAP) -o $@ $< $(ALIB) $(LIBS)
+$(B)/test/fork_fake: test/fork_dofork.c
+
 # compiled with each tool (no object file: build/guest/tools/ goes whole
 # into the guest's initramfs)
 $(B)/tools/%: tools/%.c $(TOOL_LIB) $(LINK_DEP) src/include/uepoll.h

@@ -12,29 +12,51 @@
  * lengths and max_items_nr checked (-EPROTO on a mismatch, nothing kept).
  *
  * Harvest: the consumer of doc/PROTOCOL.md section 5, inline in
- * uepoll_harvest() (uepoll.h), no system call.  Wait: the generic loop
- * of uepoll.c: harvest, spin on the tail (native_ready, u->spin checks,
- * uepoll_set_spin(3)), then native_sleep: epoll_wait(fd, NULL, 0, t),
- * whose ESTALE means "harvest again".
+ * uepoll_harvest() (uepoll.h), no system call unless the kernel's repoll
+ * hint (C7) asks for one epoll_wait(fd, NULL, 0, 0) first: keyless
+ * wake-ups are polled there, in our context (__uepoll_repoll()).
+ * Wait: the generic loop of uepoll.c: harvest, spin on the tail
+ * (native_ready, u->spin checks, uepoll_set_spin(3)), then native_sleep:
+ * epoll_wait(fd, NULL, 0, t), whose ESTALE means "harvest again".
  * ctl: epoll_ctl() on the uepoll fd, the kernel's errors are the errors.
  *
  * fork(): the kernel maps the rings VM_DONTCOPY, so a child has no
- * mapping.  A pthread_atfork() child handler clears u->hdr/u->index of
- * every live native instance (the inline harvest then takes the slow path)
- * and marks it forked: ctl, harvest and wait then fail with
- * -ECHILD in the child; uepoll_exit() only closes the child's fd.
+ * mapping, unless the process applied madvise(MADV_DOFORK) to it: then
+ * the child has its own view of the parent's ring, the same pages.  Either
+ * way a pthread_atfork() child handler clears u->hdr/u->index of every
+ * live native instance (the inline harvest then takes the slow path: the
+ * child never reads, let alone consumes, the parent's ring) and marks it
+ * forked: ctl, harvest and wait then fail with -ECHILD in the child.  The
+ * handler also notes which regions the child inherited whole; at that
+ * moment (in fork(), before any code of the child but the fork handlers
+ * registered before ours) the range holds either the inherited mapping or
+ * the hole VM_DONTCOPY left, nothing the child mapped.  uepoll_exit() in the
+ * child closes the child's fd and unmaps those inherited regions (the
+ * child's own mappings: the parent's are untouched, and the child stops
+ * pinning the instance), never anything else: a hole may hold a mapping
+ * the child made since, perhaps another instance's ring.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "internal.h"
 
+/* the layout the inline consumer relies on (uepoll(7)) */
+_Static_assert(sizeof(struct epoll_uheader) == EPOLL_USERPOLL_HEADER_SIZE,
+	       "the header is 128 bytes");
+_Static_assert(offsetof(struct epoll_uheader, repoll) == 24 &&
+	       offsetof(struct epoll_uheader, tail) == 20,
+	       "repoll (C7) follows tail (C1): one cache line, one load");
+/* struct uepoll embeds the counters: a new one takes a reserved word */
+_Static_assert(sizeof(struct uepoll_stats) == 16 * sizeof(uint64_t),
+	       "struct uepoll_stats keeps its size");
 
 struct native_priv {
 	struct uepoll *u;
@@ -42,6 +64,7 @@ struct native_priv {
 	void *hmap, *imap;
 	size_t hlen, ilen;
 	int forked;			/* set in a fork()ed child */
+	int inherited;			/* child: regions it had at fork, whole (1 hmap, 2 imap) */
 };
 
 /* live native instances, for the atfork child handler */
@@ -52,16 +75,30 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static void atfork_prepare(void) { pthread_mutex_lock(&live_lock); }
 static void atfork_parent(void) { pthread_mutex_unlock(&live_lock); }
 
+/* 1 if all of [a, a + len) is mapped; no side effect (MS_ASYNC only checks) */
+static int range_mapped(void *a, size_t len)
+{
+	return msync(a, len, MS_ASYNC) == 0;
+}
+
 static void atfork_child(void)
 {
+	int saved_errno = errno;
 	struct native_priv *p;
 
 	for (p = live; p; p = p->next) {
+		/* what the child inherited; a child's child keeps the child's
+		 * answer (where the child had a hole it may have mapped its own) */
+		if (!p->forked)
+			p->inherited = range_mapped(p->hmap, p->hlen) |
+				       range_mapped(p->imap, p->ilen) << 1;
 		p->forked = 1;
-		/* the mapping is gone (VM_DONTCOPY): make the inline path slow */
+		/* gone (VM_DONTCOPY) or the parent's ring (MADV_DOFORK): either
+		 * way the inline path must not touch it: make it slow */
 		p->u->hdr = NULL;
 		p->u->index = NULL;
 	}
+	errno = saved_errno;
 	pthread_mutex_unlock(&live_lock);
 }
 
@@ -209,6 +246,7 @@ static int native_init(struct uepoll *u, unsigned n, unsigned flags)
 static void native_exit(struct uepoll *u)
 {
 	struct native_priv *p = u->priv;
+	int unmap;
 
 	pthread_mutex_lock(&live_lock);
 	if (p->prev)
@@ -218,11 +256,13 @@ static void native_exit(struct uepoll *u)
 	if (p->next)
 		p->next->prev = p->prev;
 	pthread_mutex_unlock(&live_lock);
-	/* in a fork()ed child the range is not ours: never unmap it there */
-	if (!p->forked) {
+	/* in a fork()ed child, only what it inherited (MADV_DOFORK): the rest
+	 * of the range is not ours there */
+	unmap = p->forked ? p->inherited : 3;
+	if (unmap & 2)
 		munmap(p->imap, p->ilen);
+	if (unmap & 1)
 		munmap(p->hmap, p->hlen);
-	}
 	close(u->fd);
 	free(p);
 }
@@ -264,6 +304,28 @@ static int native_sleep(struct uepoll *u, int timeout_ms)
 		return -errno;
 	}
 	return 0;
+}
+
+/*
+ * The inline harvest saw the repoll hint (C7): registrations had keyless
+ * wake-ups, which the kernel polls only in epoll_wait(fd, NULL, 0, t), in
+ * the caller's context.  One such call, timeout 0; then the harvest reads
+ * the tail (C1) and takes what it pushed.  ESTALE (the ring has entries)
+ * and 0 (nothing came of it) are success; any other error is returned as
+ * native_sleep() returns it.  Not a flag the spin test looks at: a word
+ * stuck at 1 (scribbled) would turn uepoll_wait()'s spin into a loop of
+ * system calls; the sleep that follows polls the registrations anyway.
+ */
+UEPOLL_API int __uepoll_repoll(struct uepoll *u)
+{
+	int saved_errno = errno, ret = 0;
+
+	HSTAT(u, repolls, 1);
+	STAT_SYS(u);
+	if (epoll_wait(u->fd, NULL, 0, 0) < 0 && errno != ESTALE)
+		ret = -errno;
+	errno = saved_errno;
+	return ret;
 }
 
 /* the spin test: a new tail means entries (C1 pairs with K3) */

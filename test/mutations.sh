@@ -9,7 +9,9 @@
 # with --guest they are built static and run in one boot of the patched
 # kernel (vm/check), three tries each (`make vm-check` does this).
 #
-# A mutation is a file, test/mutations/BACKEND-WHAT.diff: a unified diff
+# A mutation is a file, test/mutations/BACKEND-WHAT.diff (fake-native-WHAT.diff:
+# a native rule caught on the host by a test of the kernel forged in
+# test/fake_kernel.h, run as Backend: epoll): a unified diff
 # from the tree's root (`diff -u -p --label a/F --label b/F`, or `git
 # diff`), applied with `patch -p1 --fuzz=0`.  The lines before its first
 # "---" (patch skips them) say what it breaks and where it is caught:

@@ -14,9 +14,10 @@
  * uepoll_<name>(3).
  *
  * fork(): a native instance is not usable in a child (the kernel does not
- * copy the mapping): there uepoll_ctl(), uepoll_harvest() and uepoll_wait()
- * fail with -ECHILD; uepoll_exit() closes the child's fd only.  The parent's
- * instance is unaffected.
+ * copy the mapping, unless the process applied MADV_DOFORK to it): there
+ * uepoll_ctl(), uepoll_harvest() and uepoll_wait() fail with -ECHILD and
+ * the ring is never read; uepoll_exit() closes the child's fd and unmaps
+ * the child's inherited copy, if any.  The parent's instance is unaffected.
  *
  * Spin budget: before uepoll_wait() sleeps in the kernel it checks the
  * shared ring up to `spin` more times (native: the tail; uring: the CQ),
@@ -83,7 +84,8 @@ struct uepoll_stats {
 	uint64_t overflows;	/* [h] CQ overflow flushes */
 	uint64_t ctls;		/* [c] successful uepoll_ctl() calls */
 	uint64_t ctl_syscalls;	/* [c] the part of syscalls made by uepoll_ctl() */
-	uint64_t reserved[3];
+	uint64_t repolls;	/* [h] native: epoll_wait(fd, NULL, 0, 0) for the repoll hint */
+	uint64_t reserved[2];
 };
 
 /*
@@ -133,6 +135,8 @@ UEPOLL_API int uepoll_backend_probe(unsigned backend);
 
 /* Slow path of uepoll_harvest(): every backend but native.  Not an API. */
 UEPOLL_API int __uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max);
+/* Native uepoll_harvest() when the kernel's repoll hint is set.  Not an API. */
+UEPOLL_API int __uepoll_repoll(struct uepoll *u);
 
 /*
  * Add to a counter only the harvester writes ([h] in struct uepoll_stats).
@@ -153,7 +157,10 @@ static inline void __uepoll_stat_harvester(uint64_t *c, uint64_t v)
  * One harvester (harvest or wait) at a time per instance.
  *
  * Native backend: the consumer of doc/PROTOCOL.md section 5, inline, no
- * system call.  Other backends: __uepoll_harvest().
+ * system call while the kernel's repoll hint (C7) is 0; when it is set,
+ * one epoll_wait(fd, NULL, 0, 0) first (__uepoll_repoll()), so that the
+ * entries it pushes are harvested in the same pass.  Other backends:
+ * __uepoll_harvest().
  */
 static inline int uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 {
@@ -167,6 +174,11 @@ static inline int uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int 
 	if (!h || u->magic != UEPOLL_MAGIC_LIVE)
 		return __uepoll_harvest(u, evs, max);
 
+	if (__builtin_expect(uepoll_repoll_read(h) != 0, 0)) {	/* C7 */
+		cnt = __uepoll_repoll(u);
+		if (cnt < 0)
+			return cnt;
+	}
 	head = u->head;
 	tail = uepoll_tail_acquire(h);				/* C1 */
 	while (head != tail && cnt < max) {

@@ -18,6 +18,10 @@
  *   K5 EPOLLREMOVED (old flags dropped); when it was 0 it also pushes an
  *   entry (K2, K3) so that the consumer always revisits the item.
  * Emptiness (ep_uring_events_available()): K6 READ_ONCE(hdr->head).
+ * Keyless wake-up (ep_uring_defer()): set_bit() in the kernel's own pending
+ *   bitmap, then K8 WRITE_ONCE(hdr->repoll, 1); ep_uring_repoll(), under
+ *   ep->mtx, clears it before it polls the pending registrations (from
+ *   every epoll_wait(fd, NULL, 0, t), whatever the word says).
  */
 #ifndef UEPOLL_BARRIER_H
 #define UEPOLL_BARRIER_H
@@ -102,6 +106,24 @@ static inline int uepoll_item_removed_since(const struct epoll_uitem *it)
 static inline void uepoll_head_release(struct epoll_uheader *h, uint32_t head)
 {
 	__atomic_store_n(&h->head, head, __ATOMIC_RELEASE);
+}
+
+/*
+ * C7: the repoll hint.  Reads what K8, WRITE_ONCE(hdr->repoll, 1) in
+ * ep_uring_defer(), wrote after a keyless wake-up, and what
+ * ep_uring_repoll() cleared before polling.  Relaxed, and it pairs with
+ * nothing: it is a hint, read only to decide whether to make one
+ * epoll_wait(fd, NULL, 0, 0) now.  The kernel never trusts the word (every
+ * epoll_wait(fd, NULL, 0, t) polls the pending registrations whatever it
+ * says), and that system call orders everything after it: the entries it
+ * pushes are published by K3 and read through C1 as any others.  A stale
+ * 0 costs only latency until the next sleep, which repolls anyway; a
+ * stale 1 costs one system call that finds nothing.  Same cache line as
+ * tail (offset 24, tail at 20).  Used by uepoll_harvest(), before C1.
+ */
+static inline uint32_t uepoll_repoll_read(const struct epoll_uheader *h)
+{
+	return uepoll_hdr_read_once(&h->repoll);
 }
 
 #endif /* UEPOLL_BARRIER_H */

@@ -58,7 +58,11 @@ struct epoll_uitem {
  * first mapping (offset 0) and the mmap offset of the index ring, whose
  * length is index_length = PAGE_ALIGN(roundup_pow_of_two(4 * max_items_nr)).
  * head and tail are free-running counters; index entries are item number
- * plus one, 0 never being a published value.
+ * plus one, 0 never being a published value.  repoll is a hint: non-zero
+ * when registrations had wake-ups without a poll mask (signalfd, pidfd, ...)
+ * and wait to be polled by the next epoll_wait(fd, NULL, 0, timeout) on
+ * the instance; the kernel sets it and clears it, and never reads it back
+ * to decide anything.
  */
 struct epoll_uheader {
 	__u32 magic;		/* EPOLL_USERPOLL_HEADER_MAGIC      (kernel, once) */
@@ -67,7 +71,7 @@ struct epoll_uheader {
 	__u32 max_items_nr;	/* n given to epoll_create2()      (kernel, once) */
 	__u32 head;		/* consumer position            (userspace only) */
 	__u32 tail;		/* producer position            (kernel only) */
-	__u32 repoll;		/* keyless wake-ups to poll: hint (kernel only) */
+	__u32 repoll;		/* keyless wake-ups to poll: a hint (kernel only) */
 	__u32 __reserved[25];	/* zero */
 	struct epoll_uitem items[];
 };
