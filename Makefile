@@ -26,7 +26,7 @@ ALL_CFLAGS := $(CFLAGS) $(WARN) -D_GNU_SOURCE -Isrc/include -pthread $(SAN)
 LIB_CFLAGS := $(ALL_CFLAGS) -fPIC -fvisibility=hidden
 LIBS      := -luring -lpthread
 
-LIB_SRCS  := src/uepoll.c src/uring.c src/epoll.c src/native.c
+LIB_SRCS  := src/uepoll.c src/uring.c src/epoll.c src/native.c src/batch.c
 LIB_HDRS  := src/internal.h src/include/uepoll.h src/include/uepoll/uapi.h src/include/uepoll/barrier.h
 LIB_OBJS  := $(LIB_SRCS:src/%.c=$(B)/obj/%.o)
 SONAME    := libuepoll.so.$(SOMAJOR)

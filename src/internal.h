@@ -39,6 +39,10 @@ struct uepoll_ops {
 	int (*init)(struct uepoll *u, unsigned n, unsigned flags);
 	void (*exit)(struct uepoll *u);
 	int (*ctl)(struct uepoll *u, int op, int fd, struct epoll_event *ev);
+	/* optional: apply n changes in order, each one's res as ctl (through
+	 * __uepoll_ctl_check()) would give it; 0 or -errno for the whole
+	 * batch (nothing applied).  NULL: uepoll_ctl_batch() loops on ctl */
+	int (*batch)(struct uepoll *u, struct uepoll_change *ch, unsigned n);
 	int (*harvest)(struct uepoll *u, struct epoll_event *evs, int max);
 	/* sleep until something may be ready or timeout; 0 woke/timeout,
 	 * -errno.  Optional when wait is set. */
@@ -67,6 +71,43 @@ extern __thread int __uepoll_in_ctl __hidden;
 #define STAT_SYS(u) do { STAT(u, syscalls, 1); \
 		if (__uepoll_in_ctl) STAT(u, ctl_syscalls, 1); } while (0)
 
+/*
+ * uepoll_ctl()'s checks of one change, before the backend's: 0 and, in
+ * *e, the event to pass on (EPOLLWAKEUP cleared), or -errno.  kind is
+ * what an fstat() of fd would say (__uepoll_fd_kind()), when the caller
+ * knows it already, or UEPOLL_KIND_UNKNOWN: then the check makes the
+ * fstat() itself where the backend's kernel call does not check fd.
+ */
+#define UEPOLL_KIND_UNKNOWN	1
+int __uepoll_ctl_check(struct uepoll *u, int op, int fd, const struct epoll_event *ev,
+		       struct epoll_event *e, int kind) __hidden;
+/* 0 pollable kind of file, -EPERM regular file or directory, -EBADF */
+int __uepoll_fd_kind(struct uepoll *u, int fd) __hidden;
+
+/*
+ * The batch helper (batch.c): a small io_uring of its own, set up at the
+ * first batch, that runs epoll_ctl()s (IORING_OP_EPOLL_CTL, hard-linked:
+ * in order, each with its own result) or the fstat()s of a batch
+ * (IORING_OP_STATX) in one io_uring_enter() per UEPOLL_AUX_MAX; where
+ * io_uring or the operation is unavailable (or UEPOLL_BATCH=loop), one
+ * system call each.  One user at a time (its own lock).
+ */
+#define UEPOLL_AUX_MAX	256u
+struct uepoll_aux;
+struct uepoll_aux_ctl {
+	int op;
+	int fd;
+	struct epoll_event ev;
+};
+struct uepoll_aux *__uepoll_aux_new(void) __hidden;
+void __uepoll_aux_free(struct uepoll_aux *a) __hidden;
+/* res[i] = epoll_ctl(epfd, c[i]...) ? -errno : 0, in order, n <= UEPOLL_AUX_MAX */
+void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a, int epfd,
+			    const struct uepoll_aux_ctl *c, int *res, unsigned n) __hidden;
+/* kind[i] = __uepoll_fd_kind(fds[i]), fds[i] < 0: untouched; n <= UEPOLL_AUX_MAX */
+void __uepoll_aux_fd_kinds(struct uepoll *u, struct uepoll_aux *a, const int *fds,
+			   int *kind, unsigned n) __hidden;
+
 /* fd -> int map (-1: absent), grows on demand; caller locks. */
 struct fdmap {
 	int32_t *v;
@@ -74,6 +115,7 @@ struct fdmap {
 };
 int fdmap_get(const struct fdmap *m, int fd) __hidden;
 int fdmap_set(struct fdmap *m, int fd, int val) __hidden;	/* 0 / -ENOMEM */
+int fdmap_reserve(struct fdmap *m, int fd) __hidden;	/* room for fd: 0 / -ENOMEM */
 void fdmap_free(struct fdmap *m) __hidden;
 
 static inline void cpu_relax(void)

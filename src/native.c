@@ -64,6 +64,7 @@ struct native_priv {
 	void *hmap, *imap;
 	size_t hlen, ilen;
 	int forked;			/* set in a fork()ed child */
+	struct uepoll_aux *aux;		/* uepoll_ctl_batch() */
 	int inherited;			/* child: regions it had at fork, whole (1 hmap, 2 imap) */
 };
 
@@ -208,12 +209,18 @@ static int native_init(struct uepoll *u, unsigned n, unsigned flags)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	p->aux = __uepoll_aux_new();
+	if (!p->aux) {
+		free(p);
+		return -ENOMEM;
+	}
 	STAT_SYS(u);
 	fd = (int)syscall(UEPOLL_NR_epoll_create2,
 			  EPOLL_USERPOLL | ((flags & UEPOLL_CLOEXEC) ? EPOLL_CLOEXEC : 0),
 			  (unsigned long)n);
 	if (fd < 0) {
 		ret = -errno;
+		__uepoll_aux_free(p->aux);
 		free(p);
 		return ret;
 	}
@@ -222,6 +229,7 @@ static int native_init(struct uepoll *u, unsigned n, unsigned flags)
 	if (ret) {
 		close(fd);
 		u->fd = -1;
+		__uepoll_aux_free(p->aux);
 		free(p);
 		return ret;
 	}
@@ -264,6 +272,9 @@ static void native_exit(struct uepoll *u)
 	if (unmap & 1)
 		munmap(p->hmap, p->hlen);
 	close(u->fd);
+	/* in a child, the ring the parent set up for its batches is the
+	 * parent's too (a shared mapping): the child only drops its copy */
+	__uepoll_aux_free(p->aux);
 	free(p);
 }
 
@@ -276,6 +287,41 @@ static int native_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 	STAT_SYS(u);
 	if (epoll_ctl(u->fd, op, fd, ev) < 0)
 		return -errno;
+	return 0;
+}
+
+/*
+ * uepoll_ctl_batch(): the kernel makes every check of epoll_ctl(2) and of
+ * EPOLL_USERPOLL (UEPOLL_CHECKS_ALL), so the library's own checks need no
+ * system call and every change that passes them is one epoll_ctl() on the
+ * instance's fd: UEPOLL_AUX_MAX of them per io_uring_enter() (batch.c),
+ * in order, each with the kernel's errno.
+ */
+static int native_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
+{
+	struct native_priv *p = u->priv;
+	struct uepoll_aux_ctl q[UEPOLL_AUX_MAX];
+	unsigned qi[UEPOLL_AUX_MAX], i = 0, k, nq;
+	int res[UEPOLL_AUX_MAX];
+
+	if (p->forked)
+		return -ECHILD;
+	while (i < n) {
+		for (nq = 0; i < n && nq < UEPOLL_AUX_MAX; i++) {
+			struct uepoll_change *c = &ch[i];
+
+			c->res = __uepoll_ctl_check(u, c->op, c->fd, &c->ev, &q[nq].ev,
+						    UEPOLL_KIND_UNKNOWN);
+			if (c->res)
+				continue;
+			q[nq].op = c->op;
+			q[nq].fd = c->fd;
+			qi[nq++] = i;
+		}
+		__uepoll_aux_epoll_ctl(u, p->aux, u->fd, q, res, nq);
+		for (k = 0; k < nq; k++)
+			ch[qi[k]].res = res[k];
+	}
 	return 0;
 }
 
@@ -343,6 +389,7 @@ const struct uepoll_ops __uepoll_native_ops __hidden = {
 	.init = native_init,
 	.exit = native_exit,
 	.ctl = native_ctl,
+	.batch = native_batch,
 	.harvest = native_harvest,
 	.sleep = native_sleep,
 	.ready = native_ready,

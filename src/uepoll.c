@@ -7,6 +7,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,7 @@ static int env_spin(uint32_t *spin)
 static int init(struct uepoll *u, unsigned n, unsigned flags);
 static void exit_(struct uepoll *u);
 static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev);
+static int ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n);
 static int wait_(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
 
 UEPOLL_API int uepoll_init(struct uepoll *u, unsigned n, unsigned flags)
@@ -209,6 +211,17 @@ UEPOLL_API int uepoll_ctl(struct uepoll *u, int op, int fd, struct epoll_event *
 
 	__uepoll_in_ctl = 1;
 	ret = ctl(u, op, fd, ev);
+	__uepoll_in_ctl = 0;
+	errno = saved_errno;
+	return ret;
+}
+
+UEPOLL_API int uepoll_ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
+{
+	int saved_errno = errno, ret;
+
+	__uepoll_in_ctl = 1;
+	ret = ctl_batch(u, ch, n);
 	__uepoll_in_ctl = 0;
 	errno = saved_errno;
 	return ret;
@@ -275,31 +288,38 @@ static void exit_(struct uepoll *u)
 	u->magic = UEPOLL_MAGIC_DEAD;
 }
 
+/* what fstat() says of fd, as epoll_ctl(2) would: EBADF, EPERM or 0 */
+int __uepoll_fd_kind(struct uepoll *u, int fd)
+{
+	struct stat st;
+
+	STAT_SYS(u);
+	if (fstat(fd, &st) < 0)
+		return -EBADF;
+	return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ? -EPERM : 0;
+}
+
 /*
  * The checks epoll_ctl(2) makes, in the kernel's order (EFAULT, EBADF,
  * EPERM, EINVAL), plus the userpoll rules (EPOLLET required where the
  * backend lacks UEPOLL_CAP_LEVEL, EPOLLEXCLUSIVE refused, EPOLLWAKEUP
- * dropped).  EEXIST, ENOENT and
- * ENOSPC are the backend's, after these.
+ * dropped).  EEXIST, ENOENT and ENOSPC are the backend's, after these.
  */
-static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
+int __uepoll_ctl_check(struct uepoll *u, int op, int fd, const struct epoll_event *ev,
+		       struct epoll_event *e, int kind)
 {
-	const struct uepoll_ops *ops;
-	struct epoll_event e = { 0, { 0 } };
-	int has_event = op != EPOLL_CTL_DEL;
-	int flags_bad = 0, ret;
+	const struct uepoll_ops *ops = ops_of(u->backend);
+	int flags_bad = 0;
 
-	ret = check_live(u);
-	if (ret)
-		return ret;
-	ops = ops_of(u->backend);
-	if (has_event) {
+	e->events = 0;
+	e->data.u64 = 0;
+	if (op != EPOLL_CTL_DEL) {
 		if (!ev)
 			return -EFAULT;
-		e = *ev;
-		e.events &= ~(uint32_t)EPOLLWAKEUP;
-		flags_bad = (e.events & EPOLLEXCLUSIVE) ||
-			    (!(e.events & EPOLLET) && !(ops->caps & UEPOLL_CAP_LEVEL));
+		*e = *ev;
+		e->events &= ~(uint32_t)EPOLLWAKEUP;
+		flags_bad = (e->events & EPOLLEXCLUSIVE) ||
+			    (!(e->events & EPOLLET) && !(ops->caps & UEPOLL_CAP_LEVEL));
 	}
 	if (fd < 0)
 		return -EBADF;
@@ -307,17 +327,14 @@ static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 	 * The kernel checks fd and pollability before flags; the backend's
 	 * checks say how much of that its kernel call does (struct
 	 * uepoll_ops): the library repeats the rest, in the kernel's order,
-	 * with one fstat.
+	 * with one fstat (or what the caller learnt of it: kind).
 	 */
 	if (ops->checks == UEPOLL_CHECKS_NONE ||
 	    (ops->checks == UEPOLL_CHECKS_EPOLL && flags_bad)) {
-		struct stat st;
-
-		STAT_SYS(u);
-		if (fstat(fd, &st) < 0)
-			return -EBADF;
-		if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
-			return -EPERM;
+		if (kind == UEPOLL_KIND_UNKNOWN)
+			kind = __uepoll_fd_kind(u, fd);
+		if (kind)
+			return kind;
 		if (fd == u->fd)
 			return -EINVAL;
 		if (flags_bad)
@@ -325,10 +342,58 @@ static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 	}
 	if (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL)
 		return -EINVAL;
-	ret = ops->ctl(u, op, fd, has_event ? &e : NULL);
+	return 0;
+}
+
+static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
+{
+	struct epoll_event e;
+	int ret;
+
+	ret = check_live(u);
+	if (ret)
+		return ret;
+	ret = __uepoll_ctl_check(u, op, fd, ev, &e, UEPOLL_KIND_UNKNOWN);
+	if (ret)
+		return ret;
+	ret = ops_of(u->backend)->ctl(u, op, fd, op != EPOLL_CTL_DEL ? &e : NULL);
 	if (ret == 0)
 		STAT(u, ctls, 1);
 	return ret;
+}
+
+/*
+ * n changes in order, each one's result in its res: the backend's batch,
+ * or a loop of ctl().  ctls counts the changes that succeeded.
+ */
+static int ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
+{
+	const struct uepoll_ops *ops;
+	uint64_t ok = 0;
+	unsigned i;
+	int ret;
+
+	ret = check_live(u);
+	if (ret)
+		return ret;
+	if ((!ch && n) || n > INT_MAX)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	ops = ops_of(u->backend);
+	if (!ops->batch) {
+		for (i = 0; i < n; i++)
+			ch[i].res = ctl(u, ch[i].op, ch[i].fd, &ch[i].ev);
+		return (int)n;
+	}
+	ret = ops->batch(u, ch, n);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < n; i++)
+		ok += ch[i].res == 0;
+	if (ok)
+		STAT(u, ctls, ok);
+	return (int)n;
 }
 
 UEPOLL_API int __uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max)
@@ -477,23 +542,33 @@ int fdmap_get(const struct fdmap *m, int fd)
 	return m->v[fd];
 }
 
+/* room for fd in the map: 0 or -ENOMEM */
+int fdmap_reserve(struct fdmap *m, int fd)
+{
+	unsigned cap = m->cap ? m->cap : 64, i;
+	int32_t *v;
+
+	if (fd < 0 || (unsigned)fd < m->cap)
+		return 0;
+	while (cap <= (unsigned)fd)
+		cap *= 2;
+	v = realloc(m->v, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = m->cap; i < cap; i++)
+		v[i] = -1;
+	m->v = v;
+	m->cap = cap;
+	return 0;
+}
+
 int fdmap_set(struct fdmap *m, int fd, int val)
 {
 	if ((unsigned)fd >= m->cap) {
-		unsigned cap = m->cap ? m->cap : 64, i;
-		int32_t *v;
-
 		if (val < 0)
 			return 0;
-		while (cap <= (unsigned)fd)
-			cap *= 2;
-		v = realloc(m->v, cap * sizeof(*v));
-		if (!v)
+		if (fdmap_reserve(m, fd) < 0)
 			return -ENOMEM;
-		for (i = m->cap; i < cap; i++)
-			v[i] = -1;
-		m->v = v;
-		m->cap = cap;
 	}
 	m->v[fd] = val;
 	return 0;

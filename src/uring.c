@@ -80,6 +80,8 @@ struct uring_priv {
 	unsigned setup;		/* IORING_SETUP_* used */
 	unsigned skip;		/* IOSQE_CQE_SKIP_SUCCESS if supported */
 	int need_submit;	/* harvest queued SQEs */
+	int batching;		/* in uepoll_ctl_batch(): submit at its end */
+	struct uepoll_aux *aux;	/* uepoll_ctl_batch()'s fstat()s */
 };
 
 enum { SETUP_PLAIN, SETUP_COOP, SETUP_DEFER };
@@ -98,7 +100,8 @@ static int setup_mode(void)
 static int ring_setup(struct io_uring *ring, unsigned cq, unsigned *setup)
 {
 	struct io_uring_params prm;
-	unsigned sq = cq < 64 ? cq : 64;
+	/* room for a batch of changes (UEPOLL_AUX_MAX) in one submit */
+	unsigned sq = cq < UEPOLL_AUX_MAX ? cq : UEPOLL_AUX_MAX;
 	int ret;
 
 	memset(&prm, 0, sizeof(prm));
@@ -162,7 +165,8 @@ static int uring_init(struct uepoll *u, unsigned n, unsigned flags)
 	p->slots = calloc(n, sizeof(*p->slots));
 	p->freel = calloc(n, sizeof(*p->freel));
 	p->rearm = calloc(n, sizeof(*p->rearm));
-	if (!p->slots || !p->freel || !p->rearm) {
+	p->aux = __uepoll_aux_new();
+	if (!p->slots || !p->freel || !p->rearm || !p->aux) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -186,6 +190,7 @@ static int uring_init(struct uepoll *u, unsigned n, unsigned flags)
 	u->priv = p;
 	return 0;
 fail:
+	__uepoll_aux_free(p->aux);
 	free(p->slots);
 	free(p->freel);
 	free(p->rearm);
@@ -199,6 +204,7 @@ static void uring_exit(struct uepoll *u)
 
 	io_uring_queue_exit(&p->ring);	/* cancels every poll, unmaps, closes */
 	pthread_mutex_destroy(&p->lock);
+	__uepoll_aux_free(p->aux);
 	fdmap_free(&p->map);
 	free(p->slots);
 	free(p->freel);
@@ -274,10 +280,13 @@ static int cancel_poll(struct uepoll *u, struct uring_priv *p, uint32_t s, uint3
 	return 0;
 }
 
+/* submit the SQEs queued; in a batch, at its end (batch_submit()) */
 static int submit(struct uepoll *u, struct uring_priv *p)
 {
 	int ret;
 
+	if (p->batching)
+		return 0;
 	STAT_SYS(u);
 	ret = io_uring_submit(&p->ring);
 	return ret < 0 ? ret : 0;
@@ -386,26 +395,90 @@ static int ctl_del(struct uepoll *u, struct uring_priv *p, int s, int fd)
 	return 0;
 }
 
+/* ctl, caller holds p->lock */
+static int uring_ctl_locked(struct uepoll *u, struct uring_priv *p, int op, int fd,
+			    struct epoll_event *ev)
+{
+	int s = fdmap_get(&p->map, fd);
+
+	switch (op) {
+	case EPOLL_CTL_ADD:
+		return s >= 0 ? -EEXIST : ctl_add(u, p, fd, ev);
+	case EPOLL_CTL_MOD:
+		return s < 0 ? -ENOENT : ctl_mod(u, p, s, ev);
+	case EPOLL_CTL_DEL:
+		return s < 0 ? -ENOENT : ctl_del(u, p, s, fd);
+	}
+	return 0;
+}
+
 static int uring_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 {
 	struct uring_priv *p = u->priv;
-	int s, ret = 0;
+	int ret;
 
 	pthread_mutex_lock(&p->lock);
-	s = fdmap_get(&p->map, fd);
-	switch (op) {
-	case EPOLL_CTL_ADD:
-		ret = s >= 0 ? -EEXIST : ctl_add(u, p, fd, ev);
-		break;
-	case EPOLL_CTL_MOD:
-		ret = s < 0 ? -ENOENT : ctl_mod(u, p, s, ev);
-		break;
-	case EPOLL_CTL_DEL:
-		ret = s < 0 ? -ENOENT : ctl_del(u, p, s, fd);
-		break;
-	}
+	ret = uring_ctl_locked(u, p, op, fd, ev);
 	pthread_mutex_unlock(&p->lock);
 	return ret;
+}
+
+/*
+ * The SQEs a batch queued, in one io_uring_enter().  Should the kernel
+ * refuse them (-EBUSY, -ENOMEM: it keeps none), they stay queued and the
+ * next submit takes them, the harvest's at the latest (need_submit); the
+ * registrations are in the table already, and a poll armed late reports
+ * the readiness present then.
+ */
+static void batch_submit(struct uepoll *u, struct uring_priv *p)
+{
+	int tries = 0, ret;
+
+	while (io_uring_sq_ready(&p->ring)) {
+		STAT_SYS(u);
+		ret = io_uring_submit(&p->ring);
+		if (ret < 0 && ++tries >= 4) {
+			p->need_submit = 1;
+			return;
+		}
+	}
+}
+
+/*
+ * uepoll_ctl_batch(), by UEPOLL_AUX_MAX changes: the fstat() each change's
+ * checks need, all in one io_uring_enter() of the batch helper (batch.c:
+ * IORING_OP_STATX); then, under the lock, each change's checks and its
+ * table operation in order (EEXIST, ENOENT, ENOSPC from the table, as
+ * uepoll_ctl() has them), the SQEs queued, and one submit for them all.
+ */
+static int uring_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
+{
+	struct uring_priv *p = u->priv;
+	int fds[UEPOLL_AUX_MAX], kind[UEPOLL_AUX_MAX];
+	struct epoll_event e;
+	unsigned i, k, m;
+
+	for (i = 0; i < n; i += m) {
+		m = n - i < UEPOLL_AUX_MAX ? n - i : UEPOLL_AUX_MAX;
+		for (k = 0; k < m; k++) {
+			fds[k] = ch[i + k].fd;
+			kind[k] = UEPOLL_KIND_UNKNOWN;
+		}
+		__uepoll_aux_fd_kinds(u, p->aux, fds, kind, m);
+		pthread_mutex_lock(&p->lock);
+		p->batching = 1;
+		for (k = 0; k < m; k++) {
+			struct uepoll_change *c = &ch[i + k];
+
+			c->res = __uepoll_ctl_check(u, c->op, c->fd, &c->ev, &e, kind[k]);
+			if (!c->res)
+				c->res = uring_ctl_locked(u, p, c->op, c->fd, &e);
+		}
+		p->batching = 0;
+		batch_submit(u, p);
+		pthread_mutex_unlock(&p->lock);
+	}
+	return 0;
 }
 
 static void queue_rearm(struct uring_priv *p, uint32_t s)
@@ -672,6 +745,7 @@ const struct uepoll_ops __uepoll_uring_ops __hidden = {
 	.init = uring_init,
 	.exit = uring_exit,
 	.ctl = uring_ctl,
+	.batch = uring_batch,
 	.harvest = uring_harvest,
 	.sleep = uring_sleep,
 	.ready = uring_ready,

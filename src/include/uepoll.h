@@ -135,6 +135,19 @@ struct uepoll {
 UEPOLL_API int uepoll_init(struct uepoll *u, unsigned n, unsigned flags);
 UEPOLL_API void uepoll_exit(struct uepoll *u);
 UEPOLL_API int uepoll_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev);
+/*
+ * One change of uepoll_ctl_batch(3): op, fd and ev as uepoll_ctl()
+ * takes them (ev ignored by DEL); res is set to what uepoll_ctl() would
+ * have returned for it, the changes before it applied in order.
+ */
+struct uepoll_change {
+	int op;
+	int fd;
+	struct epoll_event ev;
+	int res;
+};
+
+UEPOLL_API int uepoll_ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n);
 UEPOLL_API int uepoll_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
 UEPOLL_API int uepoll_fd(const struct uepoll *u);
 UEPOLL_API int uepoll_backend(const struct uepoll *u);

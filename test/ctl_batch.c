@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/*
+ * ctl_batch: uepoll_ctl_batch(3) gives every change the result that
+ * uepoll_ctl() gives the same sequence, applied one by one to a fresh
+ * instance (valid and invalid changes mixed: EBADF, EPERM, EINVAL,
+ * EEXIST, ENOENT, ENOSPC, ADD -> MOD -> DEL of one fd in one batch), the
+ * registrations it leaves report the same events, and a batch of 256
+ * ADDs (then 256 DELs, then 256 ADDs again) makes at most BATCH_SYSCALLS
+ * system calls where io_uring is usable (uepoll_get_stats(3): syscalls,
+ * ctl_syscalls), printed per backend next to what sequential calls make.
+ * Then the same with UEPOLL_BATCH=loop (the fallback: one system call per
+ * change), and the batch's own errors.
+ */
+#include <fcntl.h>
+#include <sys/socket.h>
+#include "helpers.h"
+
+#define BATCH_SYSCALLS	4	/* steady state, per 256 changes */
+#define BIG		256
+#define OWN		-100	/* stands for the instance's own fd */
+#define NEFD		8
+
+static int efd[NEFD], closed_fd, reg_fd, dir_fd;
+
+static void ch_set(struct uepoll_change *c, int op, int fd, uint32_t events, uint64_t data)
+{
+	memset(c, 0, sizeof(*c));
+	c->op = op;
+	c->fd = fd;
+	c->ev.events = events;
+	c->ev.data.u64 = data;
+	c->res = 12345;
+}
+
+/* the mixed sequence; returns its length */
+static int mixed(struct uepoll_change *c, int lt)
+{
+	const uint32_t ET = EPOLLIN | EPOLLET;
+	int n = 0;
+
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[0], ET, 100);	/* 0 */
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[0], ET, 101);	/* EEXIST */
+	ch_set(&c[n++], EPOLL_CTL_MOD, efd[1], ET, 102);	/* ENOENT */
+	ch_set(&c[n++], EPOLL_CTL_DEL, efd[1], 0, 0);		/* ENOENT */
+	ch_set(&c[n++], EPOLL_CTL_ADD, closed_fd, ET, 103);	/* EBADF */
+	ch_set(&c[n++], EPOLL_CTL_ADD, -1, ET, 104);		/* EBADF */
+	ch_set(&c[n++], EPOLL_CTL_DEL, closed_fd, 0, 0);	/* EBADF */
+	ch_set(&c[n++], EPOLL_CTL_ADD, reg_fd, ET, 105);	/* EPERM */
+	ch_set(&c[n++], EPOLL_CTL_ADD, dir_fd, ET, 106);	/* EPERM */
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[2], ET | EPOLLEXCLUSIVE | EPOLLOUT, 107); /* EINVAL */
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[2], EPOLLIN, 108);	/* EINVAL, or 0 where LT */
+	if (lt)
+		ch_set(&c[n++], EPOLL_CTL_MOD, efd[2], ET, 109);	/* 0 */
+	ch_set(&c[n++], 42, efd[3], ET, 110);			/* EINVAL: op */
+	ch_set(&c[n++], EPOLL_CTL_ADD, OWN, ET, 111);		/* EINVAL: itself */
+	ch_set(&c[n++], EPOLL_CTL_ADD, closed_fd, EPOLLIN | EPOLLEXCLUSIVE, 112); /* EBADF first */
+	ch_set(&c[n++], EPOLL_CTL_ADD, reg_fd, EPOLLIN, 113);	/* EPERM first */
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[3], ET, 114);	/* ADD, MOD, DEL: gone */
+	ch_set(&c[n++], EPOLL_CTL_MOD, efd[3], ET | EPOLLOUT, 115);
+	ch_set(&c[n++], EPOLL_CTL_DEL, efd[3], 0, 0);
+	ch_set(&c[n++], EPOLL_CTL_MOD, efd[3], ET, 116);	/* ENOENT */
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[4], ET, 117);	/* ADD, DEL, ADD: 118 */
+	ch_set(&c[n++], EPOLL_CTL_DEL, efd[4], 0, 0);
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[4], ET, 118);
+	ch_set(&c[n++], EPOLL_CTL_MOD, efd[0], ET | EPOLLWAKEUP, 119);	/* 0: new data */
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[5], ET, 120);	/* ADD, MOD: 121 */
+	ch_set(&c[n++], EPOLL_CTL_MOD, efd[5], ET | EPOLLEXCLUSIVE, 122);	/* EINVAL */
+	ch_set(&c[n++], EPOLL_CTL_MOD, efd[5], ET, 121);
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[6], ET, 123);	/* 4th: ENOSPC at n = 4 */
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[7], ET, 124);	/* ENOSPC */
+	ch_set(&c[n++], EPOLL_CTL_DEL, efd[6], 0, 0);		/* 0 or ENOENT */
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[7], ET, 125);	/* ENOSPC or 0 */
+	return n;
+}
+
+static int fd_of(const struct uepoll *u, int fd)
+{
+	return fd == OWN ? uepoll_fd(u) : fd;
+}
+
+/*
+ * uepoll_wait(), again after -EINTR: a kernel that tears down an io_uring
+ * (the probe's, a batch helper's at uepoll_exit()) interrupts a sleeping
+ * epoll_wait(2) of the thread that set it up with task work, no signal
+ * (seen on 6.18; not what this test is about)
+ */
+static int t_wait(struct uepoll *u, struct epoll_event *evs, int max, int ms)
+{
+	int r, tries = 0;
+
+	while ((r = uepoll_wait(u, evs, max, ms)) == -EINTR && ++tries < 10)
+		;
+	return r;
+}
+
+/* the events of one harvest after a write to every eventfd, by data */
+static int harvest_sorted(struct uepoll *u, struct epoll_event *evs, int max)
+{
+	int n = 0, r;
+
+	while ((r = t_wait(u, evs + n, max - n, n ? 50 : 500)) > 0)
+		n += r;
+	if (r < 0)
+		FAIL("uepoll_wait: %s (after %d events)", strerror(-r), n);
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && evs[j - 1].data.u64 > evs[j].data.u64; j--) {
+			struct epoll_event t = evs[j];
+
+			evs[j] = evs[j - 1];
+			evs[j - 1] = t;
+		}
+	return n;
+}
+
+static void drain_all(void)
+{
+	for (int i = 0; i < NEFD; i++)
+		t_read(efd[i]);
+}
+
+/* the mixed sequence, batched and one by one, on instances of capacity 4 */
+static void parity(void)
+{
+	struct uepoll ub, us;
+	struct uepoll_change cb[64], cs[64];
+	struct epoll_event eb[16], es[16];
+	int n, caps, nb, ns;
+
+	t_init(&ub, 4);
+	t_init(&us, 4);
+	caps = uepoll_backend_caps((unsigned)uepoll_backend(&ub));
+	n = mixed(cb, !!(caps & UEPOLL_CAP_LEVEL));
+	memcpy(cs, cb, sizeof(cb));
+	for (int i = 0; i < n; i++)
+		cb[i].fd = fd_of(&ub, cb[i].fd);
+	errno = 4242;
+	CHECK_EQ(uepoll_ctl_batch(&ub, cb, (unsigned)n), n);
+	CHECK_EQ(errno, 4242);
+	for (int i = 0; i < n; i++) {
+		cs[i].res = uepoll_ctl(&us, cs[i].op, fd_of(&us, cs[i].fd), &cs[i].ev);
+		if (cb[i].res != cs[i].res)
+			FAIL("change %d (op %d data %llu): batch %d (%s), uepoll_ctl %d (%s)", i,
+			     cs[i].op, (unsigned long long)cs[i].ev.data.u64, cb[i].res,
+			     strerror(-cb[i].res), cs[i].res, strerror(-cs[i].res));
+	}
+	/* what they must be, where nothing depends on the backend */
+	CHECK_EQ(cb[0].res, 0);
+	CHECK_EQ(cb[1].res, -EEXIST);
+	CHECK_EQ(cb[2].res, -ENOENT);
+	CHECK_EQ(cb[4].res, -EBADF);
+	CHECK_EQ(cb[7].res, -EPERM);
+	CHECK_EQ(cb[9].res, -EINVAL);
+	CHECK_EQ(cb[n - 3].res, -ENOSPC);
+	/* the registrations left report the same events */
+	for (int i = 0; i < NEFD; i++)
+		t_write(efd[i]);
+	nb = harvest_sorted(&ub, eb, 16);
+	ns = harvest_sorted(&us, es, 16);
+	CHECK_EQ(nb, ns);
+	CHECK_EQ(nb, 4);
+	for (int i = 0; i < nb; i++) {
+		CHECK_EQ(eb[i].data.u64, es[i].data.u64);
+		CHECK_EQ(eb[i].events, es[i].events);
+	}
+	/* efd[4] re-added, efd[0] and efd[5] modified */
+	for (uint64_t want = 118; want <= 121; want += want == 119 ? 2 : 1) {
+		int seen = 0;
+
+		for (int i = 0; i < nb; i++)
+			seen += eb[i].data.u64 == want;
+		if (seen != 1)
+			FAIL("data %llu reported %d times", (unsigned long long)want, seen);
+	}
+	drain_all();
+	uepoll_exit(&ub);
+	uepoll_exit(&us);
+}
+
+static uint64_t sys_of(const struct uepoll *u)
+{
+	struct uepoll_stats st;
+
+	CHECK_EQ(uepoll_get_stats(u, &st), 0);
+	CHECK(st.ctl_syscalls <= st.syscalls);
+	return st.ctl_syscalls;
+}
+
+static void fill(struct uepoll_change *c, const int *fds, int op, uint64_t base)
+{
+	for (int i = 0; i < BIG; i++)
+		ch_set(&c[i], op, fds[i], EPOLLIN | EPOLLET, base + (uint64_t)i);
+}
+
+/* 256 ADDs, DELs, ADDs in batches: the system calls; then the events */
+static void big(int bounded)
+{
+	static struct uepoll_change c[BIG];
+	struct epoll_event evs[BIG];
+	struct uepoll ub, us;
+	uint64_t s0, s_add, s_del, s_add2, s_seq;
+	int fds[BIG], got = 0;
+
+	for (int i = 0; i < BIG; i++)
+		fds[i] = t_efd();
+	t_init(&ub, BIG);
+	t_init(&us, BIG);
+	fill(c, fds, EPOLL_CTL_ADD, 0);
+	s0 = sys_of(&ub);
+	CHECK_EQ(uepoll_ctl_batch(&ub, c, BIG), BIG);
+	s_add = sys_of(&ub) - s0;
+	for (int i = 0; i < BIG; i++)
+		CHECK_EQ(c[i].res, 0);
+	fill(c, fds, EPOLL_CTL_DEL, 0);
+	s0 = sys_of(&ub);
+	CHECK_EQ(uepoll_ctl_batch(&ub, c, BIG), BIG);
+	s_del = sys_of(&ub) - s0;
+	fill(c, fds, EPOLL_CTL_ADD, 1000);
+	s0 = sys_of(&ub);
+	CHECK_EQ(uepoll_ctl_batch(&ub, c, BIG), BIG);
+	s_add2 = sys_of(&ub) - s0;
+	for (int i = 0; i < BIG; i++)
+		CHECK_EQ(c[i].res, 0);
+	s0 = sys_of(&us);
+	for (int i = 0; i < BIG; i++)
+		CHECK_EQ(t_add(&us, fds[i], EPOLLIN | EPOLLET, (uint64_t)i), 0);
+	s_seq = sys_of(&us) - s0;
+	printf("%s%s: system calls per %d changes: batch ADD %llu (first batch), DEL %llu, "
+	       "ADD %llu; uepoll_ctl ADD one by one %llu\n", uepoll_backend_name(&ub),
+	       bounded ? "" : " (UEPOLL_BATCH=loop)", BIG, (unsigned long long)s_add,
+	       (unsigned long long)s_del, (unsigned long long)s_add2, (unsigned long long)s_seq);
+	if (bounded) {
+		CHECK(s_del <= BATCH_SYSCALLS);
+		CHECK(s_add2 <= BATCH_SYSCALLS);
+		CHECK(s_add <= BATCH_SYSCALLS + 2);	/* + the helper ring's setup */
+	}
+	/* every registration of the last batch reports, with its data */
+	for (int i = 0; i < BIG; i++)
+		t_write(fds[i]);
+	while (got < BIG) {
+		int r = t_wait(&ub, evs, BIG, 1000);
+
+		CHECK(r > 0);
+		for (int i = 0; i < r; i++) {
+			CHECK(evs[i].data.u64 >= 1000 && evs[i].data.u64 < 1000 + BIG);
+			CHECK_EQ(evs[i].events, EPOLLIN);
+		}
+		got += r;
+	}
+	CHECK_EQ(got, BIG);
+	CHECK_EQ(uepoll_wait(&ub, evs, BIG, 0), 0);
+	uepoll_exit(&ub);
+	uepoll_exit(&us);
+	for (int i = 0; i < BIG; i++)
+		close(fds[i]);
+}
+
+/* errors of the batch itself, nothing applied */
+static void bad_args(void)
+{
+	struct uepoll u;
+	struct uepoll_change c;
+
+	memset(&u, 0, sizeof(u));
+	ch_set(&c, EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 1);
+	CHECK_EQ(uepoll_ctl_batch(NULL, &c, 1), -EINVAL);
+	CHECK_EQ(uepoll_ctl_batch(&u, &c, 1), -EINVAL);	/* not initialised */
+	t_init(&u, 4);
+	CHECK_EQ(uepoll_ctl_batch(&u, NULL, 1), -EINVAL);
+	CHECK_EQ(uepoll_ctl_batch(&u, &c, 1u << 31), -EINVAL);
+	CHECK_EQ(uepoll_ctl_batch(&u, NULL, 0), 0);
+	CHECK_EQ(uepoll_ctl_batch(&u, &c, 0), 0);
+	CHECK_EQ(c.res, 12345);
+	CHECK_EQ(uepoll_ctl_batch(&u, &c, 1), 1);
+	CHECK_EQ(c.res, 0);
+	uepoll_exit(&u);
+	CHECK_EQ(uepoll_ctl_batch(&u, &c, 1), -EBADF);
+}
+
+int main(void)
+{
+	int fds0 = count_fds(), io_uring;
+
+	for (int i = 0; i < NEFD; i++)
+		efd[i] = t_efd();
+	reg_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	dir_fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK(reg_fd >= 0 && dir_fd >= 0);
+	/* a number no file takes while the test runs (the instances' fds and
+	 * the BIG eventfds stay far below it) */
+	closed_fd = 999;
+	CHECK(fcntl(closed_fd, F_GETFD) < 0);
+	/* where io_uring is refused the batch is a loop: no bound then */
+	io_uring = uepoll_backend_probe(UEPOLL_BACKEND_URING) == 0;
+
+	parity();
+	big(io_uring);
+	bad_args();
+	setenv("UEPOLL_BATCH", "loop", 1);
+	parity();
+	big(0);
+	for (int i = 0; i < NEFD; i++)
+		close(efd[i]);
+	close(reg_fd);
+	close(dir_fd);
+	CHECK_EQ(count_fds(), fds0);
+	return 0;
+}
