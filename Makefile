@@ -116,6 +116,8 @@ $(FAKE_KERNEL_TESTS): $(B)/test/%: test/%.c test/helpers.h test/fake_kernel.h $(
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(PROG_LDFLAGS) $(FAKE_KERNEL_WRAP) -o $@ $< $(ALIB) $(LIBS)
 $(B)/test/fork_fake: test/fork_dofork.c
+# oracle_lt is oracle.c with its level-triggered sequences
+$(B)/test/oracle_lt: test/oracle.c
 
 # compiled with each tool (no object file: build/guest/tools/ goes whole
 # into the guest's initramfs)

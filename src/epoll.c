@@ -3,7 +3,10 @@
  * epoll.c - the fallback backend: plain epoll_create1/epoll_ctl/epoll_wait.
  *
  * The kernel already gives edge-triggered events, one per registration
- * per epoll_wait(), DEL-is-final, MOD data and ONESHOT.  What is added:
+ * per epoll_wait(), DEL-is-final, MOD data and ONESHOT, and level-
+ * triggered ones for a registration without EPOLLET (UEPOLL_CAP_LEVEL:
+ * passed through as they are; nothing here depends on EPOLLET).  Its
+ * events are epoll_wait()'s, polled at harvest (UEPOLL_CAP_POLLED_EVENTS).  What is added:
  * the userpoll rules (checked in uepoll.c) and the capacity n (ENOSPC),
  * kept with a count and an fd map under a mutex (ctl only; harvest and
  * wait take no lock).  Honest cost: every harvest is one
@@ -131,6 +134,8 @@ static int ep_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 const struct uepoll_ops __uepoll_epoll_ops __hidden = {
 	.name = "epoll",
 	.checks = UEPOLL_CHECKS_EPOLL,
+	/* epoll_wait() polls every event it reports, and LT is epoll's */
+	.caps = UEPOLL_CAP_LEVEL | UEPOLL_CAP_POLLED_EVENTS,
 	.probe = ep_probe,
 	.init = ep_init,
 	.exit = ep_exit,

@@ -6,7 +6,8 @@
  * (uepoll_ctl_check()) and then dispatches through one ops table per
  * backend.  A backend may assume: u is live, evs != NULL, max > 0,
  * ctl arguments already checked (op valid, ev valid for ADD/MOD with
- * EPOLLWAKEUP cleared, fd open and pollable, fd != instance fd).
+ * EPOLLWAKEUP cleared, EPOLLET set unless caps has UEPOLL_CAP_LEVEL, fd
+ * open and pollable, fd != instance fd).
  */
 #ifndef UEPOLL_INTERNAL_H
 #define UEPOLL_INTERNAL_H
@@ -32,6 +33,7 @@ enum uepoll_checks {
 struct uepoll_ops {
 	const char *name;		/* what UEPOLL_BACKEND and the tools say */
 	enum uepoll_checks checks;	/* ctl argument checks made by the kernel */
+	unsigned caps;			/* UEPOLL_CAP_*: uepoll_backend_caps() */
 	/* 0 if usable in this process, else -errno (the error init would give) */
 	int (*probe)(void);
 	int (*init)(struct uepoll *u, unsigned n, unsigned flags);

@@ -337,6 +337,8 @@ static int native_ready(struct uepoll *u)
 const struct uepoll_ops __uepoll_native_ops __hidden = {
 	.name = "native",
 	.checks = UEPOLL_CHECKS_ALL,
+	/* the kernel refuses LT; the ring has the bits of the wake-ups */
+	.caps = 0,
 	.probe = native_probe,
 	.init = native_init,
 	.exit = native_exit,

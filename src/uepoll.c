@@ -128,6 +128,13 @@ UEPOLL_API int uepoll_backend_probe(unsigned backend)
 	return ret;
 }
 
+UEPOLL_API int uepoll_backend_caps(unsigned backend)
+{
+	const struct uepoll_ops *ops = ops_lookup(backend);
+
+	return ops ? (int)ops->caps : -EINVAL;
+}
+
 /* 0 live, -EBADF destroyed, -EINVAL NULL or never initialised */
 static inline int check_live(const struct uepoll *u)
 {
@@ -270,8 +277,9 @@ static void exit_(struct uepoll *u)
 
 /*
  * The checks epoll_ctl(2) makes, in the kernel's order (EFAULT, EBADF,
- * EPERM, EINVAL), plus the userpoll rules (EPOLLET required,
- * EPOLLEXCLUSIVE refused, EPOLLWAKEUP dropped).  EEXIST, ENOENT and
+ * EPERM, EINVAL), plus the userpoll rules (EPOLLET required where the
+ * backend lacks UEPOLL_CAP_LEVEL, EPOLLEXCLUSIVE refused, EPOLLWAKEUP
+ * dropped).  EEXIST, ENOENT and
  * ENOSPC are the backend's, after these.
  */
 static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
@@ -290,7 +298,8 @@ static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 			return -EFAULT;
 		e = *ev;
 		e.events &= ~(uint32_t)EPOLLWAKEUP;
-		flags_bad = (e.events & EPOLLEXCLUSIVE) || !(e.events & EPOLLET);
+		flags_bad = (e.events & EPOLLEXCLUSIVE) ||
+			    (!(e.events & EPOLLET) && !(ops->caps & UEPOLL_CAP_LEVEL));
 	}
 	if (fd < 0)
 		return -EBADF;

@@ -4,20 +4,23 @@
  *
  * One poll request per registration: multishot (IORING_POLL_ADD_MULTI)
  * for ordinary registrations, single-shot for EPOLLONESHOT ones (one
- * event, then silence until MOD).  MOD is a poll update (events and
- * user_data), DEL an async cancel of the poll.  user_data = (generation << 32) | slot;
- * every ADD, MOD and DEL bumps the slot's generation, so completions
- * already queued for an older registration are dropped at harvest (DEL is
- * final, even when the fd is added again at once).  Harvest peeks the CQ
- * ring: no system call when completions are pending, none when nothing is
- * pending; several completions of one registration in one batch are ORed
- * into one event.
+ * event, then silence until MOD; arm() says when a multishot one serves).
+ * MOD is a poll update (events and user_data), DEL an async cancel of the
+ * poll.  user_data = (generation << 32) | slot; every ADD, MOD and DEL
+ * bumps the slot's generation, so completions already queued for an older
+ * registration are dropped at harvest (DEL is final, even when the fd is
+ * added again at once).  Harvest peeks the CQ ring: no system call when
+ * completions are pending, none when nothing is pending; several
+ * completions of one registration in one batch are ORed into one event.
+ * An event has the bits of the wake-ups (the keys), not a poll of the
+ * file at harvest as epoll_wait() has: uepoll_ctl(3), Events.
  *
  * A poll that ends (no IORING_CQE_F_MORE: CQ overflow, a cancel because
  * the submitting thread exited, ...) is re-armed by the harvester; a
  * fresh poll reports the readiness present at that moment, so nothing is
- * lost.  MOD of a poll that already ended (a fired ONESHOT) fails with
- * ENOENT in the kernel and is re-armed the same way.
+ * lost, and the same harvest takes it.  MOD of a poll that already ended
+ * (a fired ONESHOT) fails with ENOENT in the kernel and is re-armed the
+ * same way.
  *
  * Locking: one mutex for the SQ and the slot table, taken by ctl and by a
  * harvest that found completions; the empty-CQ path takes no lock.
@@ -58,8 +61,10 @@ struct uslot {
 	uint64_t data;
 	int outidx;		/* its index in that batch */
 	uint8_t armed;		/* a poll request of this generation is live */
+	uint8_t multi;		/* ... and it is multishot */
 	uint8_t fired;		/* ONESHOT event reported: silent until MOD */
 	uint8_t rearm;		/* queued for re-arm in this harvest */
+	uint8_t idle;		/* ONESHOT poll ended on bits not asked: re-arm multishot */
 };
 
 struct uring_priv {
@@ -213,12 +218,27 @@ static struct io_uring_sqe *get_sqe(struct uepoll *u, struct uring_priv *p)
 	return sqe;
 }
 
+/*
+ * The kernel poll's mask.  io_uring drops a wake-up whose key shares
+ * only EPOLLPRI with the mask (io_poll_wake(): IO_ASYNC_POLL_COMMON),
+ * where epoll takes it: a socket's data wake-up, EPOLLIN | EPOLLPRI |
+ * EPOLLRDNORM | EPOLLRDBAND (sock_def_readable()), would be lost to a
+ * registration asking EPOLLPRI without EPOLLIN, urgent data included.
+ * Such a poll also asks EPOLLRDBAND, which that key has; reap_cqe()
+ * masks what the registration did not ask.
+ */
 static unsigned poll_mask(uint32_t events)
 {
-	return events & ~(uint32_t)EV_FLAGS;
+	unsigned m = events & ~(uint32_t)EV_FLAGS;
+
+	return (m & EPOLLPRI) ? m | EPOLLRDBAND : m;
 }
 
-/* queue a fresh poll for slot s (current generation); caller submits */
+/*
+ * Queue a fresh poll for slot s (current generation); caller submits.
+ * Single-shot for ONESHOT, unless its last one ended on bits it did not
+ * ask (reap_cqe()): then multishot, and fired keeps the ONESHOT rule.
+ */
 static int arm(struct uepoll *u, struct uring_priv *p, uint32_t s)
 {
 	struct uslot *sl = &p->slots[s];
@@ -226,12 +246,14 @@ static int arm(struct uepoll *u, struct uring_priv *p, uint32_t s)
 
 	if (!sqe)
 		return -EBUSY;
-	if (sl->events & EPOLLONESHOT)
-		io_uring_prep_poll_add(sqe, sl->fd, poll_mask(sl->events));
-	else
+	sl->multi = !(sl->events & EPOLLONESHOT) || sl->idle;
+	if (sl->multi)
 		io_uring_prep_poll_multishot(sqe, sl->fd, poll_mask(sl->events));
+	else
+		io_uring_prep_poll_add(sqe, sl->fd, poll_mask(sl->events));
 	io_uring_sqe_set_data64(sqe, UD(s, sl->gen));
 	sl->armed = 1;
+	sl->idle = 0;
 	return 0;
 }
 
@@ -287,6 +309,7 @@ static int ctl_add(struct uepoll *u, struct uring_priv *p, int fd,
 	sl->events = ev->events;
 	sl->data = ev->data.u64;
 	sl->fired = 0;
+	sl->idle = 0;
 	ret = arm(u, p, (uint32_t)s);
 	if (!ret)
 		ret = submit(u, p);
@@ -299,7 +322,16 @@ static int ctl_add(struct uepoll *u, struct uring_priv *p, int fd,
 	return ret;
 }
 
-/* MOD of slot s: a new generation, the live poll updated (or a new one) */
+/*
+ * MOD of slot s: a new generation, the live poll updated (or a new one).
+ * A poll update changes the mask and user_data but keeps the poll's
+ * behaviour flags (io_poll_remove(): "keep behavior flags"): a MOD of a
+ * registration with a single-shot poll (ONESHOT) to one without ONESHOT
+ * cancels the poll and arms a multishot one; an updated single-shot poll
+ * would end at its first event and be re-armed, reporting the same
+ * readiness twice.  A multishot poll serves a ONESHOT registration
+ * (fired keeps the rule).
+ */
 static int ctl_mod(struct uepoll *u, struct uring_priv *p, int s,
 		   const struct epoll_event *ev)
 {
@@ -309,10 +341,17 @@ static int ctl_mod(struct uepoll *u, struct uring_priv *p, int s,
 	unsigned f;
 	int ret;
 
+	if (sl->armed && !sl->multi && !(ev->events & EPOLLONESHOT)) {
+		ret = cancel_poll(u, p, (uint32_t)s, oldgen);
+		if (ret)
+			return ret;
+		sl->armed = 0;
+	}
 	sl->gen = (sl->gen + 1) & GEN_MASK;
 	sl->events = ev->events;
 	sl->data = ev->data.u64;
 	sl->fired = 0;
+	sl->idle = 0;
 	if (!sl->armed) {
 		ret = arm(u, p, (uint32_t)s);
 		return ret ? ret : submit(u, p);
@@ -420,18 +459,39 @@ struct batch {
 };
 
 /*
+ * The events m of slot s's poll into the batch: ORed into the slot's
+ * event when the batch has one already.  1 when the batch is full.
+ */
+static int batch_add(struct uepoll *u, struct batch *b, struct uslot *sl, uint32_t m)
+{
+	if (sl->stamp == b->stamp) {
+		b->evs[sl->outidx].events |= m;
+		HSTAT(u, coalesced, 1);
+		return 0;
+	}
+	if (b->cnt == b->max)
+		return 1;
+	b->evs[b->cnt].events = m;
+	b->evs[b->cnt].data.u64 = sl->data;
+	sl->stamp = b->stamp;
+	sl->outidx = b->cnt++;
+	if (sl->events & EPOLLONESHOT)
+		sl->fired = 1;
+	return 0;
+}
+
+/*
  * One completion, caller holds p->lock.  An internal one (failed update or
  * cancel) goes to internal_cqe(); one of an older generation or a free
- * slot is dropped; a poll's events go into the batch, ORed into the
- * slot's event when the batch has one already.  A poll that ended is
- * queued for re-arm.  1 when the batch is full and the CQE must stay in
- * the ring for the next harvest, else 0 (consumed).
+ * slot is dropped; a poll's events go into the batch (batch_add()).  A
+ * poll that ended is queued for re-arm.  1 when the batch is full and the
+ * CQE must stay in the ring for the next harvest, else 0 (consumed).
  */
 static int reap_cqe(struct uepoll *u, struct uring_priv *p, struct batch *b,
 		    const struct io_uring_cqe *cqe)
 {
 	uint64_t ud = cqe->user_data;
-	uint32_t s = (uint32_t)ud, g = (uint32_t)(ud >> 32) & GEN_MASK;
+	uint32_t s = (uint32_t)ud, g = (uint32_t)(ud >> 32) & GEN_MASK, m = 0;
 	struct uslot *sl = s < u->n ? &p->slots[s] : NULL;
 	int more = !!(cqe->flags & IORING_CQE_F_MORE);
 	int res = cqe->res;
@@ -445,29 +505,22 @@ static int reap_cqe(struct uepoll *u, struct uring_priv *p, struct batch *b,
 		return 0;
 	}
 	if (res > 0 && !sl->fired) {
-		uint32_t m = (uint32_t)res &
-			     (sl->events | EPOLLERR | EPOLLHUP) & ~(uint32_t)EV_FLAGS;
-
-		if (m && sl->stamp == b->stamp) {
-			b->evs[sl->outidx].events |= m;
-			HSTAT(u, coalesced, 1);
-		} else if (m) {
-			if (b->cnt == b->max)
-				return 1;
-			b->evs[b->cnt].events = m;
-			b->evs[b->cnt].data.u64 = sl->data;
-			sl->stamp = b->stamp;
-			sl->outidx = b->cnt++;
-			if (sl->events & EPOLLONESHOT)
-				sl->fired = 1;
-		}
+		m = (uint32_t)res & (sl->events | EPOLLERR | EPOLLHUP) & ~(uint32_t)EV_FLAGS;
+		if (m && batch_add(u, b, sl, m))
+			return 1;
 	}
 	if (!more) {
 		sl->armed = 0;
 		/* ended without F_MORE: re-arm unless ONESHOT did its job
-		 * or the poll failed for good (fd gone: EBADF...) */
-		if (!sl->fired && (res >= 0 || res == -ECANCELED))
+		 * or the poll failed for good (fd gone: EBADF...).  A
+		 * single-shot one that ended on bits the registration did
+		 * not ask (io_uring adds EPOLLRDHUP to a poll for EPOLLIN,
+		 * EPOLLRDNORM or EPOLLRDBAND) would end again at once:
+		 * re-armed multishot */
+		if (!sl->fired && (res >= 0 || res == -ECANCELED)) {
+			sl->idle = res > 0 && !m;
 			queue_rearm(p, s);
+		}
 	}
 	return 0;
 }
@@ -556,6 +609,17 @@ static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 	if (!b.stamp)
 		b.stamp = ++p->batch;
 	reap(u, p, &b);
+	if (p->nrearm && b.cnt < b.max) {
+		/*
+		 * A fresh poll reports what is ready at once, by the time the
+		 * submit returns (task work run on the way out): take it in
+		 * this harvest, as epoll_wait() would after the MOD that
+		 * failed (ENOENT: a ONESHOT that fired meanwhile), not in the
+		 * next one.  Once: what this reap queues waits.
+		 */
+		rearm_queued(u, p);
+		reap(u, p, &b);
+	}
 	rearm_queued(u, p);
 	pthread_mutex_unlock(&p->lock);
 	if (b.cnt)
@@ -602,6 +666,8 @@ static int uring_sleep(struct uepoll *u, int timeout_ms)
 const struct uepoll_ops __uepoll_uring_ops __hidden = {
 	.name = "uring",
 	.checks = UEPOLL_CHECKS_NONE,
+	/* edge-triggered only; an event has the bits of the wake-ups */
+	.caps = 0,
 	.probe = uring_probe,
 	.init = uring_init,
 	.exit = uring_exit,

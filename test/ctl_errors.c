@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
 /*
  * ctl_errors: uepoll_ctl gives the errno epoll_ctl(2) gives for the same
- * mistake (compared with a real epoll instance), plus the userpoll rules.
+ * mistake (compared with a real epoll instance), plus the userpoll rules:
+ * EPOLLET required where the backend has no UEPOLL_CAP_LEVEL.
  */
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -32,8 +33,12 @@ int main(void)
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	int efd = t_efd(), reg, dir, sv[2], closed;
 	const uint32_t ET = EPOLLIN | EPOLLET;
+	int caps, lt;
 
 	t_init(&u, 4);
+	caps = uepoll_backend_caps((unsigned)uepoll_backend(&u));
+	CHECK(caps >= 0);
+	lt = !!(caps & UEPOLL_CAP_LEVEL);
 	reg = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	dir = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	CHECK(reg >= 0 && dir >= 0);
@@ -68,15 +73,26 @@ int main(void)
 	CHECK_EQ(ue_err(&u, EPOLL_CTL_ADD, efd, ET), 0);
 	CHECK_EQ(uepoll_ctl(&u, EPOLL_CTL_DEL, efd, NULL), 0);
 
-	/* userpoll rules */
-	CHECK_EQ(ue_err(&u, EPOLL_CTL_ADD, efd, EPOLLIN), -EINVAL);	/* no EPOLLET */
+	/* userpoll rules: without EPOLLET, epoll_ctl(2)'s answer where the
+	 * backend is level-triggered too, else EINVAL */
+	if (lt) {
+		SAME(EPOLL_CTL_ADD, efd, EPOLLIN);		/* 0 */
+		SAME(EPOLL_CTL_MOD, efd, EPOLLIN | EPOLLOUT);	/* 0 */
+		SAME(EPOLL_CTL_MOD, efd, ET);			/* 0: LT to ET */
+		SAME(EPOLL_CTL_MOD, efd, EPOLLIN | EPOLLONESHOT);	/* 0 */
+		SAME(EPOLL_CTL_DEL, efd, 0);
+	} else {
+		CHECK_EQ(ue_err(&u, EPOLL_CTL_ADD, efd, EPOLLIN), -EINVAL);
+		CHECK_EQ(ue_err(&u, EPOLL_CTL_ADD, efd, EPOLLIN | EPOLLONESHOT), -EINVAL);
+	}
 	CHECK_EQ(ue_err(&u, EPOLL_CTL_ADD, efd, ET | EPOLLEXCLUSIVE), -EINVAL);
 	CHECK_EQ(ue_err(&u, EPOLL_CTL_ADD, efd, ET | EPOLLWAKEUP), 0);	/* dropped */
-	CHECK_EQ(ue_err(&u, EPOLL_CTL_MOD, efd, EPOLLIN), -EINVAL);	/* no EPOLLET */
+	CHECK_EQ(ue_err(&u, EPOLL_CTL_MOD, efd, EPOLLIN), lt ? 0 : -EINVAL);
 	CHECK_EQ(ue_err(&u, EPOLL_CTL_MOD, efd, ET | EPOLLONESHOT), 0);
 	/* bad fd wins over bad flags, as in the kernel */
 	CHECK_EQ(ue_err(&u, EPOLL_CTL_ADD, closed, EPOLLIN), -EBADF);
 	CHECK_EQ(ue_err(&u, EPOLL_CTL_ADD, reg, EPOLLIN), -EPERM);
+	CHECK_EQ(ue_err(&u, EPOLL_CTL_ADD, closed, EPOLLIN | EPOLLEXCLUSIVE), -EBADF);
 	CHECK_EQ(ue_err(&u, EPOLL_CTL_DEL, efd, 0), 0);
 	/* the ctl errors leave the instance usable */
 	CHECK_EQ(ue_err(&u, EPOLL_CTL_ADD, efd, ET), 0);

@@ -56,6 +56,21 @@ extern "C" {
 #define UEPOLL_BACKEND_EPOLL	(3u << UEPOLL_BACKEND_SHIFT)
 #define UEPOLL_FLAGS_ALL	(UEPOLL_CLOEXEC | UEPOLL_BACKEND_MASK)
 
+/*
+ * What a backend implements, uepoll_backend_caps(3): a mask of
+ *   UEPOLL_CAP_LEVEL          registrations without EPOLLET are
+ *                             level-triggered, as in epoll(7); without
+ *                             it uepoll_ctl() refuses them (-EINVAL);
+ *   UEPOLL_CAP_POLLED_EVENTS  an event's mask is what the file's poll
+ *                             returns at the harvest (masked), as
+ *                             epoll_wait(2) reports it; without it, the
+ *                             bits the file announced in its wake-ups
+ *                             since the registration's last event
+ *                             (uepoll_ctl(3), EVENTS).
+ */
+#define UEPOLL_CAP_LEVEL		0x1u
+#define UEPOLL_CAP_POLLED_EVENTS	0x2u
+
 #define UEPOLL_MAX_ITEMS	65536u
 #define UEPOLL_SPIN_DEFAULT	256u	/* ring checks before sleeping; uepoll-bench measures it */
 #define UEPOLL_SPIN_MAX		(1u << 20)
@@ -132,6 +147,7 @@ UEPOLL_API int uepoll_backend_list(unsigned *backends, int max);
 UEPOLL_API int uepoll_backend_lookup(const char *name);
 UEPOLL_API const char *uepoll_backend_str(unsigned backend);
 UEPOLL_API int uepoll_backend_probe(unsigned backend);
+UEPOLL_API int uepoll_backend_caps(unsigned backend);
 
 /* Slow path of uepoll_harvest(): every backend but native.  Not an API. */
 UEPOLL_API int __uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max);

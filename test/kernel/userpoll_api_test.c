@@ -167,11 +167,14 @@ TEST_F(layout, header)
 	EXPECT_LE(128 + 16 * n, h->header_length);
 	EXPECT_EQ(0, h->head);
 	EXPECT_EQ(0, h->tail);
-	for (i = 0; i < 26; i++)
+	EXPECT_EQ(0, h->repoll);
+	for (i = 0; i < sizeof(h->__reserved) / sizeof(h->__reserved[0]); i++)
 		EXPECT_EQ(0, h->__reserved[i]) TH_LOG("reserved[%zu]", i);
 	/* Field offsets of the ABI, fixed. */
 	EXPECT_EQ(16, offsetof(struct epoll_uheader, head));
 	EXPECT_EQ(20, offsetof(struct epoll_uheader, tail));
+	EXPECT_EQ(24, offsetof(struct epoll_uheader, repoll));
+	EXPECT_EQ(25 * 4, sizeof(h->__reserved));
 	EXPECT_EQ(128, offsetof(struct epoll_uheader, items));
 	EXPECT_EQ(16, sizeof(struct epoll_uitem));
 	EXPECT_EQ(8, offsetof(struct epoll_uitem, data));
