@@ -50,7 +50,7 @@ LINK_DEP  := $(B)/lib/libuepoll.so
 endif
 
 .PHONY: all lib tests tools check check-host check-asan check-tsan check-valgrind check-mutations check-uapi \
-	deps run install uninstall clean kernel vm-check vm-check-debug man-check guest-progs \
+	deps run install uninstall clean kernel vm-check vm-check-debug vm-campaign man-check guest-progs \
 	check-mutations-guest bench check-scripts check-fresh
 
 all: lib $(PCFILE) tools tests
@@ -211,6 +211,15 @@ check-mutations-guest:
 vm-check-debug: DEPS_GROUPS = build guest
 vm-check-debug: guest-progs
 	vm/check --debug --lib $(GUEST_B)
+
+# the kernel series' reliability campaign (not part of check: about 45
+# minutes): the debug kernel, the built-in suite with the fault-injection
+# test, userpoll_fuzz for FUZZ_SECONDS (600; FUZZ_SEED, FUZZ_THREADS),
+# native uepoll-stress with churn (CAMPAIGN_STRESS_THREADS x
+# CAMPAIGN_STRESS_ITERS events), the kmemleak verdict (scripts/vm-campaign)
+vm-campaign: DEPS_GROUPS = build guest
+vm-campaign: guest-progs
+	scripts/vm-campaign $(GUEST_B)
 
 # ---- the main job ----------------------------------------------------------
 # guest (patched kernel: native, uring, epoll) and host side by side;

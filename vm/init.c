@@ -30,6 +30,19 @@
  *
  * Exit status of a program: 0 pass, 4 (KSFT_SKIP) or 77 skip, else fail.
  *
+ * On a kernel with debugfs (the debug kernel) it also mounts debugfs on
+ * /sys/kernel/debug, and where /sys/kernel/debug/kmemleak exists it
+ * takes a kmemleak baseline before the first program (boot-time objects
+ * are cleared once they are old enough to be reported) and scans twice
+ * after the last one, then prints
+ *
+ *     UEPOLL-GUEST: kmemleak: N unreferenced objects
+ *
+ * preceded, when N > 0, by the report between "UEPOLL-GUEST: kmemleak
+ * report begin" and "... end" lines ("UEPOLL-GUEST: kmemleak: no verdict
+ * (...)" if a scan could not run); vm/check fails the run on either.
+ * A kernel without kmemleak prints nothing of it.
+ *
  * Kernel command line options:
  *   uepoll.probe          exit at once with code 0 (accelerator probe)
  *   uepoll.only=A,B       run only the listed programs
@@ -197,6 +210,124 @@ static void loopback_up(void)
 	close(s);
 }
 
+/* ---- kmemleak (debug kernels) ---------------------------------------------- */
+
+#define KMEMLEAK "/sys/kernel/debug/kmemleak"
+/* kmemleak reports an object only once it is this old (MSECS_MIN_AGE 5 s) */
+#define KMEMLEAK_AGE 6
+
+static double uptime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int kmemleak_cmd(const char *cmd)
+{
+	int fd = open(KMEMLEAK, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/*
+ * Read the report: count its objects and, if print, copy it to the
+ * console.  Returns the number of "unreferenced object" records, or -errno.
+ */
+static int kmemleak_read(int print)
+{
+	size_t cap = 1 << 16, have = 0;
+	char *buf = malloc(cap), *line, *save;
+	int fd = open(KMEMLEAK, O_RDONLY | O_CLOEXEC), n = 0;
+	ssize_t r;
+
+	if (fd < 0 || !buf) {
+		n = fd < 0 ? -errno : -ENOMEM;
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		return n;
+	}
+	while ((r = read(fd, buf + have, cap - 1 - have)) > 0) {
+		have += (size_t)r;
+		if (have == cap - 1) {
+			char *p = realloc(buf, cap * 2);
+
+			if (!p)
+				break;
+			buf = p;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	buf[have] = 0;
+	if (print && have)
+		say("UEPOLL-GUEST: kmemleak report begin\n");
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(line, "unreferenced object ", 20))
+			n++;
+		if (print)
+			say("%s\n", line);
+	}
+	if (print && have)
+		say("UEPOLL-GUEST: kmemleak report end\n");
+	free(buf);
+	return n;
+}
+
+/* before the first program: no scan thread, boot-time objects cleared */
+static void kmemleak_baseline(void)
+{
+	double t = uptime();
+	int n;
+
+	if (access(KMEMLEAK, F_OK))
+		return;
+	(void)kmemleak_cmd("scan=off");
+	if (t < KMEMLEAK_AGE)
+		usleep((useconds_t)((KMEMLEAK_AGE - t) * 1e6));
+	if (kmemleak_cmd("scan") == 0) {
+		n = kmemleak_read(0);
+		(void)kmemleak_cmd("clear");
+		say("UEPOLL-GUEST: kmemleak: baseline at %.1f s, %d boot-time object(s) cleared\n",
+		    uptime(), n < 0 ? 0 : n);
+	}
+}
+
+/* after the last program; returns the objects reported, or -1 without a verdict */
+static int kmemleak_verdict(void)
+{
+	int err, n;
+
+	if (access(KMEMLEAK, F_OK))
+		return 0;
+	say("UEPOLL-GUEST: kmemleak: scanning (%d s for the last objects to age, two scans)\n",
+	    KMEMLEAK_AGE);
+	sleep(KMEMLEAK_AGE);
+	err = kmemleak_cmd("scan");
+	if (!err) {
+		sleep(1);
+		err = kmemleak_cmd("scan");
+	}
+	if (err) {
+		say("UEPOLL-GUEST: kmemleak: no verdict (write scan: %s)\n", strerror(-err));
+		return -1;
+	}
+	n = kmemleak_read(1);
+	if (n < 0) {
+		say("UEPOLL-GUEST: kmemleak: no verdict (read: %s)\n", strerror(-n));
+		return -1;
+	}
+	say("UEPOLL-GUEST: kmemleak: %d unreferenced objects\n", n);
+	return n;
+}
+
 /* Run one program; returns 0 pass, 1 fail, 2 skip, 3 unkillable. */
 static int run_one(const char *label, char **argv, char **extra_env, int timeout)
 {
@@ -292,7 +423,7 @@ static int run_one(const char *label, char **argv, char **extra_env, int timeout
 
 int main(void)
 {
-	int passed = 0, failed = 0, skipped = 0, scale = 1, fd;
+	int passed = 0, failed = 0, skipped = 0, scale = 1, fd, leaks;
 	char line[1024], opt[64], taint[32] = "?";
 	struct utsname un;
 	double t0 = now();
@@ -302,6 +433,10 @@ int main(void)
 	mnt("sysfs", "/sys", "sysfs");
 	mnt("devtmpfs", "/dev", "devtmpfs");
 	mnt("tmpfs", "/tmp", "tmpfs");
+	/* the directory exists only with CONFIG_DEBUG_FS: the release kernel
+	 * is left alone */
+	if (access("/sys/kernel/debug", F_OK) == 0)
+		mnt("debugfs", "/sys/kernel/debug", "debugfs");
 	setup_console();
 	loopback_up();
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -324,6 +459,7 @@ int main(void)
 	say("UEPOLL-GUEST: kernel %s %s, %ld CPUs online, init %.2f s after boot\n",
 	    un.release, un.version, sysconf(_SC_NPROCESSORS_ONLN), t0);
 
+	kmemleak_baseline();
 	list = fopen("/tests/list", "r");
 	if (!list) {
 		say("UEPOLL-GUEST: /tests/list: %s\n", strerror(errno));
@@ -370,6 +506,7 @@ int main(void)
 	}
 	if (list)
 		fclose(list);
+	leaks = kmemleak_verdict();
 
 	fd = open("/proc/sys/kernel/tainted", O_RDONLY);
 	if (fd >= 0) {
@@ -382,5 +519,5 @@ int main(void)
 	say("UEPOLL-GUEST: kernel tainted=%s, %.1f s of tests\n", taint, now() - t0);
 	say("UEPOLL-GUEST-RESULT: passed=%d failed=%d skipped=%d\n",
 	    passed, failed, skipped);
-	finish(failed ? 1 : 0);
+	finish(failed || leaks ? 1 : 0);
 }
