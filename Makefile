@@ -208,15 +208,18 @@ vm-check: guest-progs
 check-mutations-guest:
 	test/mutations.sh --guest
 
+# the debug kernel (KASAN, lockdep, kmemleak, fault injection): the
+# built-in suite with the fault-injection test, the library suite on every
+# backend, userpoll_fuzz for FUZZ_SECONDS (600; FUZZ_SEED, FUZZ_THREADS),
+# the kmemleak verdict (scripts/vm-campaign --check; not part of check:
+# about 40 minutes under TCG)
 vm-check-debug: DEPS_GROUPS = build guest
 vm-check-debug: guest-progs
-	vm/check --debug --lib $(GUEST_B)
+	scripts/vm-campaign --check $(GUEST_B)
 
-# the kernel series' reliability campaign (not part of check: about 45
-# minutes): the debug kernel, the built-in suite with the fault-injection
-# test, userpoll_fuzz for FUZZ_SECONDS (600; FUZZ_SEED, FUZZ_THREADS),
-# native uepoll-stress with churn (CAMPAIGN_STRESS_THREADS x
-# CAMPAIGN_STRESS_ITERS events), the kmemleak verdict (scripts/vm-campaign)
+# the kernel series' reliability campaign: vm-check-debug after a boot of
+# the normal kernel that runs native uepoll-stress with churn for 10^8
+# events (CAMPAIGN_STRESS_THREADS x CAMPAIGN_STRESS_ITERS)
 vm-campaign: DEPS_GROUPS = build guest
 vm-campaign: guest-progs
 	scripts/vm-campaign $(GUEST_B)

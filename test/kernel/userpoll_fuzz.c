@@ -5,7 +5,7 @@
  * lockdep, kmemleak): the point is mostly that the kernel logs no report
  * (vm/check fails the run if it does); the program also checks what it
  * knows.  Not a test (not in `make -C test/kernel list`): `make
- * vm-campaign` runs it for 600 s.
+ * vm-check-debug` runs it for 600 s.
  *
  *   userpoll_fuzz [--seed S] [--seconds T] [--threads K]
  *
