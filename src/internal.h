@@ -44,6 +44,10 @@ struct uepoll_ops {
 	 * batch (nothing applied).  NULL: uepoll_ctl_batch() loops on ctl */
 	int (*batch)(struct uepoll *u, struct uepoll_change *ch, unsigned n);
 	int (*harvest)(struct uepoll *u, struct epoll_event *evs, int max);
+	/* optional: uepoll_drained(3), fd >= 0; NULL: nothing to do (the
+	 * backend's level-triggered registrations cost nothing to re-check,
+	 * or it has none) */
+	void (*drained)(struct uepoll *u, int fd, uint32_t events);
 	/* sleep until something may be ready or timeout; 0 woke/timeout,
 	 * -errno.  Optional when wait is set. */
 	int (*sleep)(struct uepoll *u, int timeout_ms);

@@ -396,6 +396,26 @@ static int ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 	return (int)n;
 }
 
+/*
+ * A hint, no system call: fd's file has none of these events ready for
+ * now (the application read or wrote until EAGAIN).  Not registered,
+ * edge-triggered or not reported since its last wake-up: nothing to do.
+ */
+UEPOLL_API int uepoll_drained(struct uepoll *u, int fd, uint32_t events)
+{
+	const struct uepoll_ops *ops;
+	int ret = check_live(u);
+
+	if (ret)
+		return ret;
+	if (fd < 0)
+		return -EBADF;
+	ops = ops_of(u->backend);
+	if (ops->drained)
+		ops->drained(u, fd, events);
+	return 0;
+}
+
 UEPOLL_API int __uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 {
 	int saved_errno = errno, ret = check_live(u);

@@ -12,8 +12,25 @@
  * added again at once).  Harvest peeks the CQ ring: no system call when
  * completions are pending, none when nothing is pending; several
  * completions of one registration in one batch are ORed into one event.
- * An event has the bits of the wake-ups (the keys), not a poll of the
- * file at harvest as epoll_wait() has: uepoll_ctl(3), Events.
+ * An event of an edge-triggered registration has the bits of the wake-ups
+ * (the keys), not a poll of the file at harvest as epoll_wait() has:
+ * uepoll_ctl(3), Events.
+ *
+ * Level-triggered registrations (no EPOLLET) have the same poll request
+ * (it reports every wake-up) and, once reported, a place on the level
+ * list: a registration stays ready until a poll of its file says it is
+ * not.  Each harvest that ends with registrations on that list polls
+ * their files, all in one poll(2) with a zero timeout (recheck()): the
+ * registrations reported in this harvest get the events the poll
+ * returns, as epoll_wait() would report them (none: no event), the
+ * others that are still ready are reported again, and those that are not
+ * leave the list until their next wake-up.  So a level-triggered
+ * registration costs one poll(2) per harvest while one is ready (as
+ * many as the epoll_wait(2) of the epoll backend), none once its file
+ * is drained, and none when nothing of it is ready.  uepoll_drained(3)
+ * takes bits off what the next poll asks (the application read or wrote
+ * until EAGAIN); a registration with nothing left to ask leaves the list
+ * without a poll, until its next wake-up.
  *
  * A poll that ends (no IORING_CQE_F_MORE: CQ overflow, a cancel because
  * the submitting thread exited, ...) is re-armed by the harvester; a
@@ -65,6 +82,8 @@ struct uslot {
 	uint8_t fired;		/* ONESHOT event reported: silent until MOD */
 	uint8_t rearm;		/* queued for re-arm in this harvest */
 	uint8_t idle;		/* ONESHOT poll ended on bits not asked: re-arm multishot */
+	uint8_t inlvl;		/* level-triggered, on the level list */
+	uint32_t drained;	/* uepoll_drained(): bits not to poll for until the next event */
 };
 
 struct uring_priv {
@@ -75,6 +94,11 @@ struct uring_priv {
 	unsigned nfree;
 	uint32_t *rearm;
 	unsigned nrearm;
+	uint32_t *lvl;		/* the level list: slots, n at most */
+	unsigned nlvl;
+	uint32_t *bslot;	/* the slot of each event of the batch */
+	uint32_t *pslot;	/* recheck(): the slot of each pollfd */
+	struct pollfd *pfd;	/* recheck()'s poll(2) set */
 	struct fdmap map;
 	uint32_t batch;
 	unsigned setup;		/* IORING_SETUP_* used */
@@ -165,8 +189,13 @@ static int uring_init(struct uepoll *u, unsigned n, unsigned flags)
 	p->slots = calloc(n, sizeof(*p->slots));
 	p->freel = calloc(n, sizeof(*p->freel));
 	p->rearm = calloc(n, sizeof(*p->rearm));
+	p->lvl = calloc(n, sizeof(*p->lvl));
+	p->bslot = calloc(n, sizeof(*p->bslot));
+	p->pslot = calloc(n, sizeof(*p->pslot));
+	p->pfd = calloc(n, sizeof(*p->pfd));
 	p->aux = __uepoll_aux_new();
-	if (!p->slots || !p->freel || !p->rearm || !p->aux) {
+	if (!p->slots || !p->freel || !p->rearm || !p->lvl || !p->bslot || !p->pslot ||
+	    !p->pfd || !p->aux) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -194,6 +223,10 @@ fail:
 	free(p->slots);
 	free(p->freel);
 	free(p->rearm);
+	free(p->lvl);
+	free(p->bslot);
+	free(p->pslot);
+	free(p->pfd);
 	free(p);
 	return ret;
 }
@@ -209,6 +242,10 @@ static void uring_exit(struct uepoll *u)
 	free(p->slots);
 	free(p->freel);
 	free(p->rearm);
+	free(p->lvl);
+	free(p->bslot);
+	free(p->pslot);
+	free(p->pfd);
 	free(p);
 }
 
@@ -319,6 +356,7 @@ static int ctl_add(struct uepoll *u, struct uring_priv *p, int fd,
 	sl->data = ev->data.u64;
 	sl->fired = 0;
 	sl->idle = 0;
+	sl->inlvl = 0;
 	ret = arm(u, p, (uint32_t)s);
 	if (!ret)
 		ret = submit(u, p);
@@ -361,6 +399,8 @@ static int ctl_mod(struct uepoll *u, struct uring_priv *p, int s,
 	sl->data = ev->data.u64;
 	sl->fired = 0;
 	sl->idle = 0;
+	/* the new poll (or the updated one) reports what is ready now */
+	sl->inlvl = 0;
 	if (!sl->armed) {
 		ret = arm(u, p, (uint32_t)s);
 		return ret ? ret : submit(u, p);
@@ -390,6 +430,7 @@ static int ctl_del(struct uepoll *u, struct uring_priv *p, int s, int fd)
 	sl->gen = (sl->gen + 1) & GEN_MASK;
 	sl->fd = -1;
 	sl->armed = 0;
+	sl->inlvl = 0;
 	fdmap_set(&p->map, fd, -1);
 	p->freel[p->nfree++] = (uint32_t)s;
 	return 0;
@@ -526,17 +567,41 @@ static void internal_cqe(struct uepoll *u, struct uring_priv *p, uint32_t s, uin
 /* the events one harvest collects: evs[0..cnt), at most max */
 struct batch {
 	struct epoll_event *evs;
+	uint32_t *slot;		/* slot[i]: the slot of evs[i] (p->bslot) */
 	int max;
 	int cnt;
 	uint32_t stamp;		/* marks the slots that have an event in evs */
 };
 
+/* the bits uepoll_drained() can take off: all but EPOLLERR, EPOLLHUP */
+#define LEVEL_BITS	(0xffffu & ~(uint32_t)(EPOLLERR | EPOLLHUP))
+
+/* a level-triggered registration: reported while its file is ready */
+static inline int is_level(const struct uslot *sl)
+{
+	return !(sl->events & EPOLLET);
+}
+
+/* put slot s on the level list (once) */
+static void level_add(struct uring_priv *p, uint32_t s)
+{
+	struct uslot *sl = &p->slots[s];
+
+	if (!sl->inlvl) {
+		sl->inlvl = 1;
+		p->lvl[p->nlvl++] = s;
+	}
+}
+
 /*
  * The events m of slot s's poll into the batch: ORed into the slot's
  * event when the batch has one already.  1 when the batch is full.
  */
-static int batch_add(struct uepoll *u, struct batch *b, struct uslot *sl, uint32_t m)
+static int batch_add(struct uepoll *u, struct uring_priv *p, struct batch *b, uint32_t s,
+		     uint32_t m)
 {
+	struct uslot *sl = &p->slots[s];
+
 	if (sl->stamp == b->stamp) {
 		b->evs[sl->outidx].events |= m;
 		HSTAT(u, coalesced, 1);
@@ -546,10 +611,15 @@ static int batch_add(struct uepoll *u, struct batch *b, struct uslot *sl, uint32
 		return 1;
 	b->evs[b->cnt].events = m;
 	b->evs[b->cnt].data.u64 = sl->data;
+	b->slot[b->cnt] = s;
+	sl->drained = 0;
 	sl->stamp = b->stamp;
 	sl->outidx = b->cnt++;
 	if (sl->events & EPOLLONESHOT)
 		sl->fired = 1;
+	/* its events are what recheck()'s poll says, and it stays ready */
+	if (is_level(sl))
+		level_add(p, s);
 	return 0;
 }
 
@@ -579,7 +649,7 @@ static int reap_cqe(struct uepoll *u, struct uring_priv *p, struct batch *b,
 	}
 	if (res > 0 && !sl->fired) {
 		m = (uint32_t)res & (sl->events | EPOLLERR | EPOLLHUP) & ~(uint32_t)EV_FLAGS;
-		if (m && batch_add(u, b, sl, m))
+		if (m && batch_add(u, p, b, s, m))
 			return 1;
 	}
 	if (!more) {
@@ -664,17 +734,97 @@ static void rearm_queued(struct uepoll *u, struct uring_priv *p)
 	}
 }
 
+/*
+ * The level list's registrations, caller holds p->lock: one poll(2) of
+ * their files, zero timeout.  Each gets what its file's poll returns,
+ * masked as epoll_wait() masks it (the registration's events, EPOLLERR,
+ * EPOLLHUP; poll(2) applies the same mask, the bits are epoll's): one in
+ * the batch has its event set to that, or dropped if that is nothing
+ * (epoll_wait() reports nothing then, and a ONESHOT one is not fired:
+ * its poll is re-armed); one not in it is added if that is something
+ * (left on the list if the batch is full).  Those with something stay on
+ * the list, but for fired ONESHOT ones; the others leave it until their
+ * next event.  A poll(2) that fails (ENOMEM, EINTR) changes nothing:
+ * the list is polled again at the next harvest.
+ */
+static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b)
+{
+	unsigned i, k = 0, n = p->nlvl;
+	int j, w;
+
+	for (i = 0; i < n; i++) {
+		uint32_t s = p->lvl[i];
+		struct uslot *sl = &p->slots[s];
+
+		if (sl->fd < 0 || !sl->inlvl)
+			continue;	/* DEL or MOD took it off (lazily) */
+		if (!(sl->events & ~sl->drained & LEVEL_BITS)) {
+			sl->inlvl = 0;	/* drained: until its next event */
+			continue;
+		}
+		p->pslot[k] = s;
+		p->pfd[k].fd = sl->fd;
+		p->pfd[k].events = (short)(sl->events & ~sl->drained & 0xffff);
+		p->pfd[k].revents = 0;
+		k++;
+	}
+	if (!k) {
+		p->nlvl = 0;
+		return;
+	}
+	HSTAT(u, rechecks, 1);
+	STAT_SYS(u);
+	if (poll(p->pfd, k, 0) < 0)
+		return;
+	p->nlvl = 0;
+	for (i = 0; i < k; i++) {
+		uint32_t s = p->pslot[i];
+		struct uslot *sl = &p->slots[s];
+		uint32_t m = (uint32_t)(uint16_t)p->pfd[i].revents &
+			     (sl->events | EPOLLERR | EPOLLHUP) & ~(uint32_t)EV_FLAGS;
+
+		sl->inlvl = 0;
+		if (sl->stamp == b->stamp) {
+			b->evs[sl->outidx].events = m;
+			if (!m && (sl->events & EPOLLONESHOT)) {
+				/* not fired after all: armed again */
+				sl->fired = 0;
+				if (!sl->armed)
+					queue_rearm(p, s);
+			}
+		} else if (m && batch_add(u, p, b, s, m)) {
+			level_add(p, s);	/* batch full: the next harvest */
+			continue;
+		}
+		if (m && !(sl->events & EPOLLONESHOT))
+			level_add(p, s);
+	}
+	/* drop the events that came to nothing */
+	for (j = 0, w = 0; j < b->cnt; j++) {
+		if (!b->evs[j].events)
+			continue;
+		if (w != j) {
+			b->evs[w] = b->evs[j];
+			b->slot[w] = b->slot[j];
+			p->slots[b->slot[w]].outidx = w;
+		}
+		w++;
+	}
+	b->cnt = w;
+}
+
 static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 {
 	struct uring_priv *p = u->priv;
 	struct io_uring *ring = &p->ring;
 	unsigned kflags = IO_URING_READ_ONCE(*ring->sq.kflags);
 	unsigned need_enter = IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN;
-	struct batch b = { .evs = evs, .max = max };
+	struct batch b = { .evs = evs, .slot = p->bslot, .max = max };
 
 	HSTAT(u, harvests, 1);
-	/* the no-event fast path: no lock, no system call */
-	if (!io_uring_cq_ready(ring) && !(kflags & need_enter))
+	/* the no-event fast path: no lock, no system call (nlvl: written
+	 * under the lock by this harvester or, cleared, by nobody else) */
+	if (!io_uring_cq_ready(ring) && !(kflags & need_enter) && !p->nlvl)
 		return 0;
 
 	pthread_mutex_lock(&p->lock);
@@ -693,11 +843,26 @@ static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 		rearm_queued(u, p);
 		reap(u, p, &b);
 	}
+	if (p->nlvl)
+		recheck(u, p, &b);
 	rearm_queued(u, p);
 	pthread_mutex_unlock(&p->lock);
 	if (b.cnt)
 		HSTAT(u, events, (uint64_t)b.cnt);
 	return b.cnt;
+}
+
+/* uepoll_drained(): bits of a registration on the level list not to poll */
+static void uring_drained(struct uepoll *u, int fd, uint32_t events)
+{
+	struct uring_priv *p = u->priv;
+	int s;
+
+	pthread_mutex_lock(&p->lock);
+	s = fdmap_get(&p->map, fd);
+	if (s >= 0 && p->slots[s].inlvl)
+		p->slots[s].drained |= events & LEVEL_BITS;
+	pthread_mutex_unlock(&p->lock);
 }
 
 /* the spin test, no lock, no system call: CQEs (or overflowed ones, or
@@ -739,14 +904,15 @@ static int uring_sleep(struct uepoll *u, int timeout_ms)
 const struct uepoll_ops __uepoll_uring_ops __hidden = {
 	.name = "uring",
 	.checks = UEPOLL_CHECKS_NONE,
-	/* edge-triggered only; an event has the bits of the wake-ups */
-	.caps = 0,
+	/* an edge-triggered event has the bits of the wake-ups */
+	.caps = UEPOLL_CAP_LEVEL,
 	.probe = uring_probe,
 	.init = uring_init,
 	.exit = uring_exit,
 	.ctl = uring_ctl,
 	.batch = uring_batch,
 	.harvest = uring_harvest,
+	.drained = uring_drained,
 	.sleep = uring_sleep,
 	.ready = uring_ready,
 };

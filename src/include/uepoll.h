@@ -100,7 +100,8 @@ struct uepoll_stats {
 	uint64_t ctls;		/* [c] successful uepoll_ctl() calls */
 	uint64_t ctl_syscalls;	/* [c] the part of syscalls made by uepoll_ctl() */
 	uint64_t repolls;	/* [h] native: epoll_wait(fd, NULL, 0, 0) for the repoll hint */
-	uint64_t reserved[2];
+	uint64_t rechecks;	/* [h] poll(2) of the level-triggered registrations still ready */
+	uint64_t reserved[1];
 };
 
 /*
@@ -149,6 +150,7 @@ struct uepoll_change {
 
 UEPOLL_API int uepoll_ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n);
 UEPOLL_API int uepoll_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
+UEPOLL_API int uepoll_drained(struct uepoll *u, int fd, uint32_t events);
 UEPOLL_API int uepoll_fd(const struct uepoll *u);
 UEPOLL_API int uepoll_backend(const struct uepoll *u);
 UEPOLL_API const char *uepoll_backend_name(const struct uepoll *u);

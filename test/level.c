@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/*
+ * level: what a level-triggered registration costs, where the backend
+ * takes one (UEPOLL_CAP_LEVEL; skipped elsewhere).  test/oracle_lt.c
+ * checks what is reported against plain epoll; this checks the system
+ * calls (uepoll_get_stats()) on a backend that harvests without one
+ * (uring; native when it has level-triggered registrations):
+ *  - while the file stays ready, every harvest reports it again, with
+ *    one system call (the poll of uepoll_ctl(3)'s Level-triggered
+ *    section: rechecks), as epoll_wait(2) would make one;
+ *  - once a harvest found it drained, and while nothing happens, a
+ *    harvest makes no system call;
+ *  - uepoll_drained(3) spares the poll: after it, no system call and no
+ *    event until the next wake-up, which is reported again;
+ *  - a hint for some bits polls the others (EPOLLOUT stays reported);
+ *  - ONESHOT: one event until MOD; MOD to edge-triggered: one event;
+ *    DEL: nothing more;
+ *  - uepoll_drained() errors: -EBADF (fd < 0, after uepoll_exit()),
+ *    -EINVAL (NULL, not initialised); 0 for a file not registered.
+ * On the epoll backend (the kernel's own level-triggered epoll) every
+ * harvest is one epoll_wait(2) anyway: the cost checks are skipped, the
+ * reports are checked all the same.
+ */
+#include "helpers.h"
+
+static struct uepoll u;
+static int counted;	/* harvests without events make no system call */
+
+static uint64_t sys_now(void)
+{
+	struct uepoll_stats st;
+
+	CHECK_EQ(uepoll_get_stats(&u, &st), 0);
+	return st.syscalls;
+}
+
+/* one harvest: its events (data of the first, or 0) and syscalls made */
+static int harvest(uint64_t *data, uint32_t *events, uint64_t *sys)
+{
+	struct epoll_event evs[8];
+	uint64_t s0 = sys_now();
+	int n = uepoll_harvest(&u, evs, 8);
+
+	CHECK(n >= 0);
+	*sys = sys_now() - s0;
+	*data = n ? evs[0].data.u64 : 0;
+	*events = n ? evs[0].events : 0;
+	return n;
+}
+
+static void expect(int want_n, uint64_t want_data, uint32_t want_ev, long want_sys, const char *what)
+{
+	uint64_t data, sys;
+	uint32_t ev;
+	int n = harvest(&data, &ev, &sys);
+
+	if (n != want_n || (n && (data != want_data || ev != want_ev)))
+		FAIL("%s: %d events (data %llu, events 0x%x), expected %d (data %llu, 0x%x)",
+		     what, n, (unsigned long long)data, ev, want_n,
+		     (unsigned long long)want_data, want_ev);
+	if (counted && want_sys >= 0 && (long)sys != want_sys)
+		FAIL("%s: %llu system calls, expected %ld", what, (unsigned long long)sys, want_sys);
+}
+
+int main(void)
+{
+	int caps, efd, i;
+	uint64_t v = 1;
+
+	t_init(&u, 8);
+	caps = uepoll_backend_caps((unsigned)uepoll_backend(&u));
+	CHECK(caps >= 0);
+	if (!(caps & UEPOLL_CAP_LEVEL))
+		SKIP("backend %s has no level-triggered registrations", uepoll_backend_name(&u));
+	counted = uepoll_backend(&u) != (int)UEPOLL_BACKEND_EPOLL;
+
+	/* argument errors */
+	CHECK_EQ(uepoll_drained(NULL, 0, EPOLLIN), -EINVAL);
+	CHECK_EQ(uepoll_drained(&u, -1, EPOLLIN), -EBADF);
+	CHECK_EQ(uepoll_drained(&u, 1000, EPOLLIN), 0);	/* not registered */
+
+	efd = t_efd();
+	CHECK_EQ(t_add(&u, efd, EPOLLIN, 7), 0);
+	expect(0, 0, 0, 0, "nothing written");
+	t_write(efd);
+	expect(1, 7, EPOLLIN, 1, "first report");
+	for (i = 0; i < 5; i++)
+		expect(1, 7, EPOLLIN, 1, "still ready: reported again, one poll");
+	CHECK_EQ(t_read(efd), 1);
+	expect(0, 0, 0, 1, "drained: the poll finds nothing");
+	for (i = 0; i < 5; i++)
+		expect(0, 0, 0, 0, "idle: no system call");
+
+	/* the hint: no poll, no event, until the next wake-up */
+	t_write(efd);
+	expect(1, 7, EPOLLIN, 1, "wake-up");
+	CHECK_EQ(t_read(efd), 1);
+	CHECK_EQ(uepoll_drained(&u, efd, EPOLLIN), 0);
+	expect(0, 0, 0, 0, "hinted drained: no poll");
+	expect(0, 0, 0, 0, "hinted drained, idle");
+	t_write(efd);
+	expect(1, 7, EPOLLIN, 1, "next wake-up after the hint");
+	/*
+	 * A hint that lies (the file is still ready) holds until the next
+	 * wake-up where the backend takes hints; epoll ignores them.
+	 */
+	CHECK_EQ(uepoll_drained(&u, efd, EPOLLIN), 0);
+	if (counted)
+		expect(0, 0, 0, 0, "hinted, though ready");
+	t_write(efd);
+	expect(1, 7, EPOLLIN, 1, "the wake-up reports it again");
+	CHECK_EQ(t_read(efd), 2);
+	expect(0, 0, 0, 1, "drained");
+
+	/* a hint for IN polls the rest: OUT stays reported */
+	CHECK_EQ(t_mod(&u, efd, EPOLLIN | EPOLLOUT, 8), 0);
+	expect(1, 8, EPOLLOUT, 1, "MOD: writable");
+	CHECK_EQ(uepoll_drained(&u, efd, EPOLLIN), 0);
+	expect(1, 8, EPOLLOUT, 1, "hint for IN: OUT still polled");
+	t_write(efd);
+	expect(1, 8, EPOLLIN | EPOLLOUT, 1, "IN again");
+	CHECK_EQ(uepoll_drained(&u, efd, EPOLLIN | EPOLLOUT), 0);
+	if (counted)
+		expect(0, 0, 0, 0, "hint for both (a lie for OUT)");
+	CHECK_EQ(t_read(efd), 1);
+	expect(1, 8, EPOLLOUT, -1, "read: OUT only");
+	CHECK_EQ(uepoll_drained(&u, efd, EPOLLIN), 0);
+	expect(1, 8, EPOLLOUT, 1, "OUT stays reported");
+
+	/* ONESHOT: once until MOD */
+	CHECK_EQ(t_mod(&u, efd, EPOLLIN | EPOLLONESHOT, 9), 0);
+	expect(0, 0, 0, -1, "oneshot, nothing ready");
+	CHECK_EQ(write(efd, &v, sizeof(v)), (long)sizeof(v));
+	expect(1, 9, EPOLLIN, -1, "oneshot fires");
+	expect(0, 0, 0, 0, "oneshot fired: silent");
+	CHECK_EQ(t_mod(&u, efd, EPOLLIN | EPOLLONESHOT, 10), 0);
+	expect(1, 10, EPOLLIN, -1, "MOD re-arms");
+	expect(0, 0, 0, 0, "fired again");
+
+	/* MOD to edge-triggered: the readiness once, then nothing */
+	CHECK_EQ(t_mod(&u, efd, EPOLLIN | EPOLLET, 11), 0);
+	expect(1, 11, EPOLLIN, -1, "MOD to ET");
+	expect(0, 0, 0, 0, "ET: not again");
+	CHECK_EQ(t_mod(&u, efd, EPOLLIN, 12), 0);
+	expect(1, 12, EPOLLIN, -1, "MOD back to LT");
+	expect(1, 12, EPOLLIN, 1, "LT again");
+	CHECK_EQ(uepoll_ctl(&u, EPOLL_CTL_DEL, efd, NULL), 0);
+	expect(0, 0, 0, 0, "DEL: nothing more, no poll");
+
+	close(efd);
+	uepoll_exit(&u);
+	CHECK_EQ(uepoll_drained(&u, 0, EPOLLIN), -EBADF);
+	printf("level: %s: level-triggered costs as documented\n", getenv("UEPOLL_BACKEND") ?: "auto");
+	return T_PASS;
+}
