@@ -149,15 +149,15 @@ static unsigned aux_flush(struct uepoll *u, struct uepoll_aux *a, int *res,
 }
 
 /* one epoll_ctl(2) as uepoll_ctl() makes it */
-static int plain_ctl(struct uepoll *u, int epfd, const struct uepoll_aux_ctl *c)
+static int plain_ctl(struct uepoll *u, const struct uepoll_aux_ctl *c)
 {
 	struct epoll_event ev = c->ev;
 
 	STAT_SYS(u);
-	return epoll_ctl(epfd, c->op, c->fd, c->op == EPOLL_CTL_DEL ? NULL : &ev) < 0 ? -errno : 0;
+	return epoll_ctl(c->epfd, c->op, c->fd, c->op == EPOLL_CTL_DEL ? NULL : &ev) < 0 ? -errno : 0;
 }
 
-void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a, int epfd,
+void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a,
 			    const struct uepoll_aux_ctl *c, int *res, unsigned n)
 {
 	unsigned i, done = 0;
@@ -168,7 +168,7 @@ void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a, int epfd,
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&a->ring);
 
 			/* read at submission (the kernel copies the event) */
-			io_uring_prep_epoll_ctl(sqe, epfd, c[i].fd, c[i].op,
+			io_uring_prep_epoll_ctl(sqe, c[i].epfd, c[i].fd, c[i].op,
 						(struct epoll_event *)&c[i].ev);
 			io_uring_sqe_set_data64(sqe, i);
 			if (i + 1 < n)
@@ -179,7 +179,7 @@ void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a, int epfd,
 		 * ran them in order; the rest never ran */
 	}
 	for (i = done; i < n; i++)
-		res[i] = plain_ctl(u, epfd, &c[i]);
+		res[i] = plain_ctl(u, &c[i]);
 	pthread_mutex_unlock(&a->lock);
 }
 

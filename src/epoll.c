@@ -156,6 +156,7 @@ static unsigned ep_run(struct uepoll *u, struct ep_priv *p, struct uepoll_change
 		if ((c->op == EPOLL_CTL_ADD && p->count + adds >= u->n) ||
 		    fdmap_reserve(&p->map, c->fd) < 0)
 			break;
+		a->epfd = u->fd;
 		a->op = c->op;
 		a->fd = c->fd;
 		adds += c->op == EPOLL_CTL_ADD;
@@ -180,7 +181,7 @@ static int ep_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 	pthread_mutex_lock(&p->lock);
 	while (i < n) {
 		run = ep_run(u, p, ch + i, n - i, q, qi, &nq);
-		__uepoll_aux_epoll_ctl(u, p->aux, u->fd, q, res, nq);
+		__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq);
 		for (k = 0; k < nq; k++) {
 			int known = fdmap_get(&p->map, q[k].fd) >= 0;
 

@@ -85,6 +85,8 @@ extern __thread int __uepoll_in_ctl __hidden;
 #define UEPOLL_KIND_UNKNOWN	1
 int __uepoll_ctl_check(struct uepoll *u, int op, int fd, const struct epoll_event *ev,
 		       struct epoll_event *e, int kind) __hidden;
+/* uepoll_drained(): the poll bits a hint for events covers */
+uint32_t __uepoll_drained_bits(uint32_t events) __hidden;
 /* 0 pollable kind of file, -EPERM regular file or directory, -EBADF */
 int __uepoll_fd_kind(struct uepoll *u, int fd) __hidden;
 
@@ -99,14 +101,15 @@ int __uepoll_fd_kind(struct uepoll *u, int fd) __hidden;
 #define UEPOLL_AUX_MAX	256u
 struct uepoll_aux;
 struct uepoll_aux_ctl {
+	int epfd;		/* the epoll instance it applies to */
 	int op;
 	int fd;
 	struct epoll_event ev;
 };
 struct uepoll_aux *__uepoll_aux_new(void) __hidden;
 void __uepoll_aux_free(struct uepoll_aux *a) __hidden;
-/* res[i] = epoll_ctl(epfd, c[i]...) ? -errno : 0, in order, n <= UEPOLL_AUX_MAX */
-void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a, int epfd,
+/* res[i] = epoll_ctl(c[i].epfd, c[i]...) ? -errno : 0, in order, n <= UEPOLL_AUX_MAX */
+void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a,
 			    const struct uepoll_aux_ctl *c, int *res, unsigned n) __hidden;
 /* kind[i] = __uepoll_fd_kind(fds[i]), fds[i] < 0: untouched; n <= UEPOLL_AUX_MAX */
 void __uepoll_aux_fd_kinds(struct uepoll *u, struct uepoll_aux *a, const int *fds,

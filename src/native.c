@@ -20,6 +20,31 @@
  * epoll_wait(fd, NULL, 0, t), whose ESTALE means "harvest again".
  * ctl: epoll_ctl() on the uepoll fd, the kernel's errors are the errors.
  *
+ * Level-triggered registrations (no EPOLLET; the kernel ring reports edges
+ * only, uepoll(7)) live in a plain epoll instance of their own, the level
+ * epoll, created at the first one and registered in the ring
+ * (EPOLLIN | EPOLLET, data UEPOLL_LEVEL_DATA): epoll keeps them ready and
+ * polls them at its epoll_wait(), exactly as epoll(7) has it.  The ring
+ * entry of the level epoll says "it had a wake-up"; the inline harvest
+ * then ends with __uepoll_level(): one epoll_wait(level, evs, max, 0).
+ * A level-triggered item that epoll_wait() returned is put back on
+ * epoll's ready list without a wake-up, so while the last call returned
+ * level-triggered events the next harvest calls again (u->level), until a
+ * call returns none of them, or uepoll_drained(3) said each of them is
+ * drained: one system call per harvest while something stays ready, as
+ * epoll_wait(2) makes, none once drained and none while idle.  A
+ * registration whose data is UEPOLL_LEVEL_DATA goes there too (as
+ * edge-triggered, epoll does that as well), so the value means the level
+ * epoll alone in the ring.  In the level epoll a registration's data is
+ * (generation << 32) | fd, translated back to the caller's under p->lock,
+ * which ctl holds too: an event of a registration deleted or replaced
+ * meanwhile is dropped (its generation changed).  The library keeps which
+ * fd is where (ring or level epoll), so ADD, MOD and DEL go to the right
+ * instance; a MOD between level- and edge-triggered is a DEL there and an
+ * ADD here (which reports the readiness present then).  Capacity: the
+ * ring's n slots hold the edge-triggered registrations and, while it
+ * exists, the level epoll; the library counts both kinds against n.
+ *
  * fork(): the kernel maps the rings VM_DONTCOPY, so a child has no
  * mapping, unless the process applied madvise(MADV_DOFORK) to it: then
  * the child has its own view of the parent's ring, the same pages.  Either
@@ -43,6 +68,7 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -58,8 +84,28 @@ _Static_assert(offsetof(struct epoll_uheader, repoll) == 24 &&
 _Static_assert(sizeof(struct uepoll_stats) == 16 * sizeof(uint64_t),
 	       "struct uepoll_stats keeps its size");
 
+/* where a registration lives (the value in p->map) */
+enum { IN_RING = 0, IN_LEVEL = 1 };
+
+/* a registration of the level epoll (p->lr[fd]) */
+struct lreg {
+	uint64_t data;		/* the caller's */
+	uint32_t events;	/* as registered */
+	uint32_t gen;		/* bumped at ADD and DEL: stale events dropped */
+	uint32_t stamp;		/* the __uepoll_level() call that reported it last */
+	uint32_t hinted;	/* uepoll_drained() since that call */
+};
+
 struct native_priv {
 	struct uepoll *u;
+	pthread_mutex_t lock;		/* ctl, the level epoll, the map */
+	struct fdmap map;		/* fd -> IN_RING / IN_LEVEL */
+	struct lreg *lr;		/* by fd */
+	unsigned lrcap;
+	unsigned nring, nlevel;		/* registrations, each kind */
+	int lfd;			/* the level epoll, -1 */
+	uint32_t lstamp;		/* __uepoll_level() calls */
+	unsigned unhinted;		/* level-triggered ones it reported, not hinted since */
 	struct native_priv *prev, *next;	/* live instances (fork handling) */
 	void *hmap, *imap;
 	size_t hlen, ilen;
@@ -214,6 +260,7 @@ static int native_init(struct uepoll *u, unsigned n, unsigned flags)
 		free(p);
 		return -ENOMEM;
 	}
+	p->lfd = -1;
 	STAT_SYS(u);
 	fd = (int)syscall(UEPOLL_NR_epoll_create2,
 			  EPOLL_USERPOLL | ((flags & UEPOLL_CLOEXEC) ? EPOLL_CLOEXEC : 0),
@@ -234,6 +281,7 @@ static int native_init(struct uepoll *u, unsigned n, unsigned flags)
 		return ret;
 	}
 	p->u = u;
+	pthread_mutex_init(&p->lock, NULL);
 	pthread_once(&atfork_once, atfork_register);
 	pthread_mutex_lock(&live_lock);
 	p->next = live;
@@ -272,57 +320,438 @@ static void native_exit(struct uepoll *u)
 	if (unmap & 1)
 		munmap(p->hmap, p->hlen);
 	close(u->fd);
+	if (p->lfd >= 0)
+		close(p->lfd);
 	/* in a child, the ring the parent set up for its batches is the
 	 * parent's too (a shared mapping): the child only drops its copy */
 	__uepoll_aux_free(p->aux);
+	pthread_mutex_destroy(&p->lock);
+	fdmap_free(&p->map);
+	free(p->lr);
 	free(p);
+}
+
+/* where a registration with event ev goes */
+static int where_of(const struct epoll_event *ev)
+{
+	return (ev->events & EPOLLET) && ev->data.u64 != UEPOLL_LEVEL_DATA ? IN_RING : IN_LEVEL;
+}
+
+/* one epoll_ctl(): 0 or -errno */
+static int kctl(struct uepoll *u, int epfd, int op, int fd, struct epoll_event *ev)
+{
+	STAT_SYS(u);
+	return epoll_ctl(epfd, op, fd, ev) < 0 ? -errno : 0;
+}
+
+/* room for fd in p->lr and p->map: 0 or -ENOMEM */
+static int lr_reserve(struct native_priv *p, int fd)
+{
+	unsigned cap = p->lrcap ? p->lrcap : 64;
+	struct lreg *v;
+
+	if (fdmap_reserve(&p->map, fd) < 0)
+		return -ENOMEM;
+	if ((unsigned)fd < p->lrcap)
+		return 0;
+	while (cap <= (unsigned)fd)
+		cap *= 2;
+	v = realloc(p->lr, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	memset(v + p->lrcap, 0, (cap - p->lrcap) * sizeof(*v));
+	p->lr = v;
+	p->lrcap = cap;
+	return 0;
+}
+
+/* the event the level epoll holds for fd: the caller's, with our data */
+static struct epoll_event level_event(struct native_priv *p, int fd, const struct epoll_event *ev)
+{
+	struct epoll_event e;
+
+	e.events = ev->events;
+	e.data.u64 = (uint64_t)p->lr[fd].gen << 32 | (uint32_t)fd;
+	return e;
+}
+
+/* fd no longer counts among the level-triggered ones reported unhinted */
+static void lr_unreport(struct native_priv *p, int fd)
+{
+	struct lreg *l = &p->lr[fd];
+
+	if (l->stamp == p->lstamp && l->stamp && !l->hinted)
+		p->unhinted--;
+	l->stamp = 0;
+}
+
+/* the level epoll, created and put in the ring at its first registration */
+static int level_open(struct uepoll *u, struct native_priv *p)
+{
+	struct epoll_event e = { .events = EPOLLIN | EPOLLET, .data.u64 = UEPOLL_LEVEL_DATA };
+	int ret;
+
+	if (p->lfd >= 0)
+		return 0;
+	STAT_SYS(u);
+	p->lfd = epoll_create1((u->flags & UEPOLL_CLOEXEC) ? EPOLL_CLOEXEC : 0);
+	if (p->lfd < 0)
+		return -errno;
+	ret = kctl(u, u->fd, EPOLL_CTL_ADD, p->lfd, &e);
+	if (ret) {
+		close(p->lfd);
+		p->lfd = -1;
+	}
+	return ret;
+}
+
+/*
+ * ... and closed when the ring needs its slot and no registration is left
+ * in it (kept otherwise: a server whose one level-triggered connection
+ * comes and goes would make and close it each time)
+ */
+static void level_close(struct uepoll *u, struct native_priv *p)
+{
+	if (p->lfd < 0 || p->nlevel)
+		return;
+	kctl(u, u->fd, EPOLL_CTL_DEL, p->lfd, NULL);
+	STAT_SYS(u);
+	close(p->lfd);
+	p->lfd = -1;
+	p->unhinted = 0;
+}
+
+/* the bookkeeping after a successful ADD of fd to w (map room reserved) */
+static void added(struct native_priv *p, int w, int fd, const struct epoll_event *ev)
+{
+	fdmap_set(&p->map, fd, w);
+	if (w == IN_RING) {
+		p->nring++;
+		return;
+	}
+	p->lr[fd].data = ev->data.u64;
+	p->lr[fd].events = ev->events;
+	p->lr[fd].stamp = 0;
+	p->nlevel++;
+}
+
+/* ... after a DEL of fd from w (done, or the registration gone with its file) */
+static void removed(struct native_priv *p, int w, int fd)
+{
+	fdmap_set(&p->map, fd, -1);
+	if (w == IN_RING) {
+		p->nring--;
+		return;
+	}
+	lr_unreport(p, fd);
+	p->lr[fd].gen++;
+	p->nlevel--;
+}
+
+/* ADD of fd, not registered, to w */
+static int add_to(struct uepoll *u, struct native_priv *p, int w, int fd, struct epoll_event *ev)
+{
+	struct epoll_event e;
+	int ret = lr_reserve(p, fd);
+
+	if (ret)
+		return ret;
+	if (w == IN_RING) {
+		ret = kctl(u, u->fd, EPOLL_CTL_ADD, fd, ev);
+		if (ret == -ENOSPC && p->lfd >= 0 && !p->nlevel) {
+			level_close(u, p);	/* its slot was the one missing */
+			ret = kctl(u, u->fd, EPOLL_CTL_ADD, fd, ev);
+		}
+	} else {
+		ret = level_open(u, p);
+		if (ret)
+			return ret;
+		p->lr[fd].gen++;
+		e = level_event(p, fd, ev);
+		ret = kctl(u, p->lfd, EPOLL_CTL_ADD, fd, &e);
+	}
+	if (!ret)
+		added(p, w, fd, ev);
+	return ret;
+}
+
+/* DEL of fd from w */
+static int del_from(struct uepoll *u, struct native_priv *p, int w, int fd)
+{
+	int ret = kctl(u, w == IN_RING ? u->fd : p->lfd, EPOLL_CTL_DEL, fd, NULL);
+
+	if (ret && ret != -ENOENT)
+		return ret;
+	removed(p, w, fd);
+	return ret;
+}
+
+/* MOD of fd, registered in w, staying there */
+static int mod_in(struct uepoll *u, struct native_priv *p, int w, int fd, struct epoll_event *ev)
+{
+	struct epoll_event e;
+	int ret;
+
+	if (w == IN_RING)
+		return kctl(u, u->fd, EPOLL_CTL_MOD, fd, ev);
+	e = level_event(p, fd, ev);
+	ret = kctl(u, p->lfd, EPOLL_CTL_MOD, fd, &e);
+	if (!ret) {
+		lr_unreport(p, fd);
+		p->lr[fd].data = ev->data.u64;
+		p->lr[fd].events = ev->events;
+	}
+	return ret;
+}
+
+/*
+ * ctl, caller holds p->lock.  Not registered: the ring answers MOD and DEL
+ * (EBADF, EPERM, EINVAL, ENOENT in the kernel's order); ADD checks the
+ * capacity after the kernel's other checks (the fstat() only then).  A
+ * MOD that moves a registration between the ring and the level epoll is
+ * a DEL and an ADD; should the ADD fail, the registration is gone.
+ */
+static int native_ctl_locked(struct uepoll *u, struct native_priv *p, int op, int fd,
+			     struct epoll_event *ev)
+{
+	int cur = fdmap_get(&p->map, fd), ret;
+
+	switch (op) {
+	case EPOLL_CTL_ADD:
+		if (fd == u->fd)	/* the level epoll would say ELOOP */
+			return -EINVAL;
+		if (cur >= 0 || p->nring + p->nlevel >= u->n) {
+			ret = __uepoll_fd_kind(u, fd);
+			if (ret)
+				return ret;
+			if (fd == u->fd)
+				return -EINVAL;
+			return cur >= 0 ? -EEXIST : -ENOSPC;
+		}
+		return add_to(u, p, where_of(ev), fd, ev);
+	case EPOLL_CTL_MOD:
+		if (cur < 0) {
+			struct epoll_event e = *ev;
+
+			e.events |= EPOLLET;
+			ret = kctl(u, u->fd, EPOLL_CTL_MOD, fd, &e);
+			return ret ? ret : -ENOENT;
+		}
+		if (cur == where_of(ev))
+			return mod_in(u, p, cur, fd, ev);
+		ret = del_from(u, p, cur, fd);
+		if (ret)
+			return ret;
+		return add_to(u, p, where_of(ev), fd, ev);
+	case EPOLL_CTL_DEL:
+		if (cur < 0) {
+			ret = kctl(u, u->fd, EPOLL_CTL_DEL, fd, NULL);
+			return ret ? ret : -ENOENT;
+		}
+		return del_from(u, p, cur, fd);
+	}
+	return -EINVAL;
 }
 
 static int native_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 {
 	struct native_priv *p = u->priv;
+	int ret;
 
 	if (p->forked)
 		return -ECHILD;
-	STAT_SYS(u);
-	if (epoll_ctl(u->fd, op, fd, ev) < 0)
-		return -errno;
-	return 0;
+	pthread_mutex_lock(&p->lock);
+	ret = native_ctl_locked(u, p, op, fd, ev);
+	pthread_mutex_unlock(&p->lock);
+	return ret;
 }
 
 /*
- * uepoll_ctl_batch(): the kernel makes every check of epoll_ctl(2) and of
- * EPOLL_USERPOLL (UEPOLL_CHECKS_ALL), so the library's own checks need no
- * system call and every change that passes them is one epoll_ctl() on the
- * instance's fd: UEPOLL_AUX_MAX of them per io_uring_enter() (batch.c),
- * in order, each with the kernel's errno.
+ * A run of ch[0..) for one io_uring_enter(): the library's checks of each
+ * change (the failing ones' results set at once) and the epoll_ctl()s of
+ * the others queued in q[] for the instance their fd is in (qi[]: their
+ * indices, qw[]: where), in order.  It stops before a change that is not
+ * one epoll_ctl() whose answer the run can know in advance: an ADD that
+ * may meet the capacity, an ADD or MOD that needs the level epoll made or
+ * moves a registration, a second change of an fd of the run (its
+ * instance depends on the first one's result).  Returns the number of
+ * changes it covers.
+ */
+static unsigned native_run(struct uepoll *u, struct native_priv *p, struct uepoll_change *ch,
+			   unsigned n, struct uepoll_aux_ctl *q, unsigned *qi, int *qw,
+			   unsigned *nq)
+{
+	unsigned i, k, adds = 0;
+
+	*nq = 0;
+	for (i = 0; i < n && *nq < UEPOLL_AUX_MAX; i++) {
+		struct uepoll_change *c = &ch[i];
+		struct uepoll_aux_ctl *a = &q[*nq];
+		int ret = __uepoll_ctl_check(u, c->op, c->fd, &c->ev, &a->ev, UEPOLL_KIND_UNKNOWN);
+		int cur, w;
+
+		if (ret) {
+			c->res = ret;
+			continue;
+		}
+		for (k = 0; k < *nq && q[k].fd != c->fd; k++)
+			;
+		if (k < *nq || c->fd == u->fd || lr_reserve(p, c->fd) < 0)
+			break;
+		cur = fdmap_get(&p->map, c->fd);
+		w = c->op == EPOLL_CTL_DEL ? cur : where_of(&a->ev);
+		/* (a ring ADD that may need the level epoll's slot: alone) */
+		if (c->op == EPOLL_CTL_ADD &&
+		    (cur >= 0 || p->nring + p->nlevel + adds >= u->n ||
+		     (w == IN_LEVEL && p->lfd < 0) ||
+		     (w == IN_RING && p->lfd >= 0 && p->nring + adds + 1 >= u->n)))
+			break;
+		if (c->op != EPOLL_CTL_ADD && (cur < 0 || cur != w))
+			break;
+		if (w == IN_LEVEL) {
+			if (c->op == EPOLL_CTL_ADD)
+				p->lr[c->fd].gen++;
+			a->ev = level_event(p, c->fd, &c->ev);
+			a->ev.events = c->ev.events & ~(uint32_t)EPOLLWAKEUP;
+		}
+		a->epfd = w == IN_RING ? u->fd : p->lfd;
+		a->op = c->op;
+		a->fd = c->fd;
+		adds += c->op == EPOLL_CTL_ADD;
+		qw[*nq] = w;
+		qi[(*nq)++] = i;
+	}
+	return i;
+}
+
+/*
+ * uepoll_ctl_batch(): runs of changes (native_run()), each run's
+ * epoll_ctl()s in one io_uring_enter() of the batch helper (batch.c:
+ * IORING_OP_EPOLL_CTL, hard-linked, in order, each with the kernel's
+ * errno), their results then applied to the map in order; a change a run
+ * stopped at is applied alone, as uepoll_ctl() applies it.
  */
 static int native_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 {
 	struct native_priv *p = u->priv;
 	struct uepoll_aux_ctl q[UEPOLL_AUX_MAX];
-	unsigned qi[UEPOLL_AUX_MAX], i = 0, k, nq;
-	int res[UEPOLL_AUX_MAX];
+	unsigned qi[UEPOLL_AUX_MAX], i = 0, k, nq, run;
+	int res[UEPOLL_AUX_MAX], qw[UEPOLL_AUX_MAX];
 
 	if (p->forked)
 		return -ECHILD;
+	pthread_mutex_lock(&p->lock);
 	while (i < n) {
-		for (nq = 0; i < n && nq < UEPOLL_AUX_MAX; i++) {
-			struct uepoll_change *c = &ch[i];
+		run = native_run(u, p, ch + i, n - i, q, qi, qw, &nq);
+		__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq);
+		for (k = 0; k < nq; k++) {
+			struct uepoll_change *c = &ch[i + qi[k]];
 
-			c->res = __uepoll_ctl_check(u, c->op, c->fd, &c->ev, &q[nq].ev,
-						    UEPOLL_KIND_UNKNOWN);
-			if (c->res)
-				continue;
-			q[nq].op = c->op;
-			q[nq].fd = c->fd;
-			qi[nq++] = i;
+			c->res = res[k];
+			if (c->op == EPOLL_CTL_DEL && (!res[k] || res[k] == -ENOENT)) {
+				removed(p, qw[k], c->fd);
+			} else if (!res[k] && c->op == EPOLL_CTL_ADD) {
+				added(p, qw[k], c->fd, &c->ev);
+			} else if (!res[k] && qw[k] == IN_LEVEL) {
+				lr_unreport(p, c->fd);
+				p->lr[c->fd].data = c->ev.data.u64;
+				p->lr[c->fd].events = c->ev.events;
+			}
 		}
-		__uepoll_aux_epoll_ctl(u, p->aux, u->fd, q, res, nq);
-		for (k = 0; k < nq; k++)
-			ch[qi[k]].res = res[k];
+		i += run;
+		if (i < n && nq < UEPOLL_AUX_MAX) {
+			/* stopped at ch[i]: alone, as ctl */
+			struct uepoll_change *c = &ch[i];
+			struct epoll_event e;
+
+			c->res = __uepoll_ctl_check(u, c->op, c->fd, &c->ev, &e, UEPOLL_KIND_UNKNOWN);
+			if (!c->res)
+				c->res = native_ctl_locked(u, p, c->op, c->fd,
+							   c->op == EPOLL_CTL_DEL ? NULL : &e);
+			i++;
+		}
 	}
+	pthread_mutex_unlock(&p->lock);
 	return 0;
+}
+
+/*
+ * The level epoll's events (the inline harvest's end, u->level set): one
+ * epoll_wait(lfd, evs, max, 0), each event's data translated back under
+ * p->lock (stale ones dropped).  Skipped, and u->level cleared, when the
+ * ring brought no wake-up of it (bit 2) and every level-triggered event
+ * the last call returned was said drained since (uepoll_drained()).  Bit
+ * 0 of u->level: the last call returned level-triggered events (epoll
+ * keeps them ready: the next harvest asks again); bit 2: a wake-up came
+ * through the ring, or the last call filled evs (more may wait).
+ */
+UEPOLL_API int __uepoll_level(struct uepoll *u, struct epoll_event *evs, int max)
+{
+	struct native_priv *p = u->priv;
+	int saved_errno = errno, r, i, w = 0;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->lfd < 0 || (!(u->level & 2) && !p->unhinted)) {
+		u->level = 0;
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	STAT_SYS(u);
+	r = epoll_wait(p->lfd, evs, max, 0);
+	if (r < 0) {
+		r = -errno;
+		pthread_mutex_unlock(&p->lock);
+		errno = saved_errno;
+		return r;
+	}
+	p->lstamp++;
+	if (!p->lstamp)
+		p->lstamp++;
+	p->unhinted = 0;
+	for (i = 0; i < r; i++) {
+		uint64_t tok = evs[i].data.u64;
+		int fd = (int)(uint32_t)tok;
+		struct lreg *l;
+
+		if (fd < 0 || (unsigned)fd >= p->lrcap || fdmap_get(&p->map, fd) != IN_LEVEL ||
+		    p->lr[fd].gen != (uint32_t)(tok >> 32)) {
+			HSTAT(u, stale, 1);
+			continue;
+		}
+		l = &p->lr[fd];
+		evs[w].events = evs[i].events;
+		evs[w].data.u64 = l->data;
+		w++;
+		if (!(l->events & (EPOLLET | EPOLLONESHOT))) {
+			l->stamp = p->lstamp;
+			l->hinted = 0;
+			p->unhinted++;
+		}
+	}
+	u->level = r == max ? 2 : p->unhinted ? 1 : 0;
+	pthread_mutex_unlock(&p->lock);
+	errno = saved_errno;
+	return w;
+}
+
+/* uepoll_drained(): fd's level-triggered events reported last, all drained? */
+static void native_drained(struct uepoll *u, int fd, uint32_t events)
+{
+	struct native_priv *p = u->priv;
+	uint32_t want;
+	struct lreg *l;
+
+	pthread_mutex_lock(&p->lock);
+	if (fdmap_get(&p->map, fd) == IN_LEVEL) {
+		l = &p->lr[fd];
+		want = l->events & 0xffffu & ~(uint32_t)(EPOLLERR | EPOLLHUP);
+		if (l->stamp == p->lstamp && l->stamp && !l->hinted &&
+		    !(want & ~__uepoll_drained_bits(events))) {
+			l->hinted = 1;
+			p->unhinted--;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
 }
 
 /* only reached when the inline consumer is off: a fork()ed child */
@@ -382,15 +811,17 @@ static int native_ready(struct uepoll *u)
 
 const struct uepoll_ops __uepoll_native_ops __hidden = {
 	.name = "native",
-	.checks = UEPOLL_CHECKS_ALL,
-	/* the kernel refuses LT; the ring has the bits of the wake-ups */
-	.caps = 0,
+	/* the level epoll checks less than EPOLL_USERPOLL: EPOLLEXCLUSIVE */
+	.checks = UEPOLL_CHECKS_EPOLL,
+	/* LT in the level epoll; the ring has the bits of the wake-ups */
+	.caps = UEPOLL_CAP_LEVEL,
 	.probe = native_probe,
 	.init = native_init,
 	.exit = native_exit,
 	.ctl = native_ctl,
 	.batch = native_batch,
 	.harvest = native_harvest,
+	.drained = native_drained,
 	.sleep = native_sleep,
 	.ready = native_ready,
 };

@@ -396,6 +396,17 @@ static int ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 	return (int)n;
 }
 
+/* the bits a hint for events covers: a read that fails with EAGAIN
+ * proves EPOLLRDNORM and EPOLLRDHUP false too, a write EPOLLWRNORM */
+uint32_t __uepoll_drained_bits(uint32_t events)
+{
+	if (events & EPOLLIN)
+		events |= EPOLLRDNORM | EPOLLRDHUP;
+	if (events & EPOLLOUT)
+		events |= EPOLLWRNORM;
+	return events & 0xffffu & ~(uint32_t)(EPOLLERR | EPOLLHUP);
+}
+
 /*
  * A hint, no system call: fd's file has none of these events ready for
  * now (the application read or wrote until EAGAIN).  Not registered,

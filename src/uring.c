@@ -758,7 +758,7 @@ static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b)
 
 		if (sl->fd < 0 || !sl->inlvl)
 			continue;	/* DEL or MOD took it off (lazily) */
-		if (!(sl->events & ~sl->drained & LEVEL_BITS)) {
+		if (sl->drained && !(sl->events & ~sl->drained & LEVEL_BITS)) {
 			sl->inlvl = 0;	/* drained: until its next event */
 			continue;
 		}
@@ -861,7 +861,7 @@ static void uring_drained(struct uepoll *u, int fd, uint32_t events)
 	pthread_mutex_lock(&p->lock);
 	s = fdmap_get(&p->map, fd);
 	if (s >= 0 && p->slots[s].inlvl)
-		p->slots[s].drained |= events & LEVEL_BITS;
+		p->slots[s].drained |= __uepoll_drained_bits(events);
 	pthread_mutex_unlock(&p->lock);
 }
 

@@ -72,6 +72,12 @@ extern "C" {
 #define UEPOLL_CAP_POLLED_EVENTS	0x2u
 
 #define UEPOLL_MAX_ITEMS	65536u
+/*
+ * Native backend: the data of the ring item that stands for the
+ * instance's level epoll (its level-triggered registrations, and any
+ * registration whose data is this value).  Not an API.
+ */
+#define UEPOLL_LEVEL_DATA	0x75657031fffffffeull
 #define UEPOLL_SPIN_DEFAULT	256u	/* ring checks before sleeping; uepoll-bench measures it */
 #define UEPOLL_SPIN_MAX		(1u << 20)
 
@@ -117,7 +123,7 @@ struct uepoll {
 	uint32_t index_mask;
 	uint32_t nitems;
 	uint32_t head;
-	uint32_t __pad0;
+	uint32_t level;		/* native: the level epoll to read (harvester only) */
 	/* slow path */
 	int fd;			/* uepoll_fd() */
 	int backend;		/* UEPOLL_BACKEND_* */
@@ -168,6 +174,8 @@ UEPOLL_API int uepoll_backend_caps(unsigned backend);
 UEPOLL_API int __uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max);
 /* Native uepoll_harvest() when the kernel's repoll hint is set.  Not an API. */
 UEPOLL_API int __uepoll_repoll(struct uepoll *u);
+/* Native uepoll_harvest(): the level epoll's events.  Not an API. */
+UEPOLL_API int __uepoll_level(struct uepoll *u, struct epoll_event *evs, int max);
 
 /*
  * Add to a counter only the harvester writes ([h] in struct uepoll_stats).
@@ -190,8 +198,11 @@ static inline void __uepoll_stat_harvester(uint64_t *c, uint64_t v)
  * Native backend: the consumer of doc/PROTOCOL.md section 5, inline, no
  * system call while the kernel's repoll hint (C7) is 0; when it is set,
  * one epoll_wait(fd, NULL, 0, 0) first (__uepoll_repoll()), so that the
- * entries it pushes are harvested in the same pass.  Other backends:
- * __uepoll_harvest().
+ * entries it pushes are harvested in the same pass.  The entry of the
+ * level epoll (UEPOLL_LEVEL_DATA: level-triggered registrations live in
+ * a plain epoll instance nested in the ring, native.c) is not an event:
+ * it, or events of that epoll left from the last pass, send the harvest
+ * to __uepoll_level() at its end.  Other backends: __uepoll_harvest().
  */
 static inline int uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 {
@@ -228,12 +239,24 @@ static inline int uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int 
 		data = uepoll_item_data_acquire(it);		/* C4 */
 		if (uepoll_item_removed_since(it))		/* C5 */
 			continue;
+		if (__builtin_expect(data == UEPOLL_LEVEL_DATA, 0)) {
+			u->level |= 2;		/* the level epoll had a wake-up */
+			continue;
+		}
 		evs[cnt].events = f & ~EPOLLREMOVED;
 		evs[cnt].data.u64 = data;
 		cnt++;
 	}
 	u->head = head;
 	uepoll_head_release(h, head);				/* C6 */
+	if (__builtin_expect(u->level != 0, 0) && cnt < max) {
+		int r = __uepoll_level(u, evs + cnt, max - cnt);
+
+		if (r < 0 && !cnt)
+			return r;
+		if (r > 0)
+			cnt += r;
+	}
 	__uepoll_stat_harvester(&u->stats.harvests, 1);
 	if (cnt)
 		__uepoll_stat_harvester(&u->stats.events, (uint64_t)cnt);
