@@ -4,7 +4,7 @@
  * takes one (UEPOLL_CAP_LEVEL; skipped elsewhere).  test/oracle_lt.c
  * checks what is reported against plain epoll; this checks the system
  * calls (uepoll_get_stats()) on a backend that harvests without one
- * (uring; native when it has level-triggered registrations):
+ * (native, uring):
  *  - while the file stays ready, every harvest reports it again, with
  *    one system call (the poll of uepoll_ctl(3)'s Level-triggered
  *    section: rechecks), as epoll_wait(2) would make one;
@@ -16,7 +16,9 @@
  *  - ONESHOT: one event until MOD; MOD to edge-triggered: one event;
  *    DEL: nothing more;
  *  - uepoll_drained() errors: -EBADF (fd < 0, after uepoll_exit()),
- *    -EINVAL (NULL, not initialised); 0 for a file not registered.
+ *    -EINVAL (NULL, not initialised); 0 for a file not registered;
+ *  - both kinds together (mixed()): the capacity, the data
+ *    UEPOLL_LEVEL_DATA, a MOD to level-triggered, DEL then ADD.
  * On the epoll backend (the kernel's own level-triggered epoll) every
  * harvest is one epoll_wait(2) anyway: the cost checks are skipped, the
  * reports are checked all the same.
@@ -60,6 +62,66 @@ static void expect(int want_n, uint64_t want_data, uint32_t want_ev, long want_s
 		     (unsigned long long)want_data, want_ev);
 	if (counted && want_sys >= 0 && (long)sys != want_sys)
 		FAIL("%s: %llu system calls, expected %ld", what, (unsigned long long)sys, want_sys);
+}
+
+/*
+ * Level- and edge-triggered together, n = 4: both kinds count against n
+ * (on native the level-triggered ones live elsewhere than the ring, and
+ * their epoll takes a ring slot while it exists); an edge-triggered
+ * registration whose data is UEPOLL_LEVEL_DATA reports that data, once;
+ * DEL of a level-triggered registration that is still ready, then ADD of
+ * the same fd with other data at once: no event with the old data.
+ */
+static void mixed(void)
+{
+	struct epoll_event evs[8];
+	int fd[5], i, n, seen;
+
+	t_init(&u, 4);
+	for (i = 0; i < 5; i++)
+		fd[i] = t_efd();
+	CHECK_EQ(t_add(&u, fd[0], EPOLLIN | EPOLLET, 100), 0);
+	CHECK_EQ(t_add(&u, fd[1], EPOLLIN, 101), 0);
+	CHECK_EQ(t_add(&u, fd[2], EPOLLIN, 102), 0);
+	CHECK_EQ(t_add(&u, fd[3], EPOLLIN | EPOLLET, UEPOLL_LEVEL_DATA), 0);
+	CHECK_EQ(t_add(&u, fd[4], EPOLLIN | EPOLLET, 104), -ENOSPC);
+	CHECK_EQ(t_add(&u, fd[4], EPOLLIN, 104), -ENOSPC);
+	/* the edge-triggered one with the reserved data */
+	t_write(fd[3]);
+	n = uepoll_harvest(&u, evs, 8);
+	CHECK_EQ(n, 1);
+	CHECK(evs[0].data.u64 == UEPOLL_LEVEL_DATA);
+	CHECK_EQ(evs[0].events, EPOLLIN);
+	CHECK_EQ(uepoll_harvest(&u, evs, 8), 0);
+	/* every level-triggered one gone: four edge-triggered fit */
+	CHECK_EQ(uepoll_ctl(&u, EPOLL_CTL_DEL, fd[1], NULL), 0);
+	CHECK_EQ(uepoll_ctl(&u, EPOLL_CTL_DEL, fd[2], NULL), 0);
+	CHECK_EQ(t_add(&u, fd[1], EPOLLIN | EPOLLET, 201), 0);
+	CHECK_EQ(t_add(&u, fd[2], EPOLLIN | EPOLLET, 202), 0);
+	CHECK_EQ(t_add(&u, fd[4], EPOLLIN | EPOLLET, 204), -ENOSPC);
+	/* MOD of an edge-triggered one to level-triggered, full instance */
+	t_write(fd[2]);
+	CHECK_EQ(t_mod(&u, fd[2], EPOLLIN, 302), 0);
+	for (i = 0; i < 3; i++) {
+		n = uepoll_harvest(&u, evs, 8);
+		CHECK_EQ(n, 1);
+		CHECK_EQ(evs[0].data.u64, 302);
+	}
+	/* DEL while ready, ADD at once with other data */
+	CHECK_EQ(uepoll_ctl(&u, EPOLL_CTL_DEL, fd[2], NULL), 0);
+	CHECK_EQ(t_add(&u, fd[2], EPOLLIN, 402), 0);
+	for (i = 0, seen = 0; i < 3; i++) {
+		n = uepoll_harvest(&u, evs, 8);
+		CHECK_EQ(n, 1);
+		if (evs[0].data.u64 != 402)
+			FAIL("event with data %llu after DEL and ADD",
+			     (unsigned long long)evs[0].data.u64);
+		seen++;
+	}
+	CHECK_EQ(seen, 3);
+	uepoll_exit(&u);
+	for (i = 0; i < 5; i++)
+		close(fd[i]);
 }
 
 int main(void)
@@ -150,6 +212,7 @@ int main(void)
 	close(efd);
 	uepoll_exit(&u);
 	CHECK_EQ(uepoll_drained(&u, 0, EPOLLIN), -EBADF);
+	mixed();
 	printf("level: %s: level-triggered costs as documented\n", getenv("UEPOLL_BACKEND") ?: "auto");
 	return T_PASS;
 }
