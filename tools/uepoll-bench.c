@@ -42,12 +42,15 @@
  *       CLOCK_THREAD_CPUTIME_ID, or where the clock is coarse a SCHED_IDLE
  *       soaker on the consumer's CPU, params ";cpu=soak"), wake-up latency
  *       p50/p99.
- *   uepoll-bench tcp    [common] [-c CONNS] [-n REQUESTS]
+ *   uepoll-bench tcp    [common] [-c CONNS] [-n REQUESTS] [-m MODES]
  *       runs tools uepoll-httpd (the server, one per backend, plus
  *       epoll-lt: plain level-triggered epoll, no library) and
  *       uepoll-httpload (the client, a separate process) from this
  *       program's directory; req/s, latency p50/p99 (ms), the server's
- *       system calls per request.
+ *       system calls per request (event_syscalls_per_req: wait, ctl and
+ *       level-triggered re-checks).  MODES: the server's registrations
+ *       (uepoll-httpd -m), a parameter set each: et, lt, et-batch,
+ *       lt-batch (default et).
  *
  *   common: -B BACKENDS (comma list of native,uring,epoll[,epoll-lt];
  *           default: every available one; epoll-lt for tcp only)
@@ -1199,6 +1202,11 @@ static const struct metric idle_metrics[] = {
 /* ---- 4. TCP: drive uepoll-httpd and uepoll-httpload ----------------------------------- */
 
 static long tcp_conns = 200, tcp_requests = 20000;
+/* -m: the server's modes (uepoll-httpd -m), one parameter set each */
+static const char *const tcp_mode_names[] = { "et", "lt", "et-batch", "lt-batch" };
+#define NTCPMODES	4
+static const char *tcp_modes = "et";
+static int tcp_mode[MAXP];
 static char tooldir[PATH_MAX];
 
 static void find_tooldir(void)
@@ -1268,11 +1276,11 @@ static double kv(const char *line, const char *key)
 	return -1;
 }
 
-/* uepoll-httpd for backend be (a library backend, or epoll-lt); its port in *port */
-static pid_t tcp_server(const char *be, FILE **sf, int *port)
+/* uepoll-httpd for backend be (a library backend, or epoll-lt) in mode m; its port in *port */
+static pid_t tcp_server(const char *be, int m, FILE **sf, int *port)
 {
 	static char srv[PATH_MAX + 32], sbuf[24];
-	char *argv[8], line[512];
+	char *argv[10], line[512];
 	int na = 0;
 	pid_t pid;
 
@@ -1283,6 +1291,8 @@ static pid_t tcp_server(const char *be, FILE **sf, int *port)
 	} else {
 		argv[na++] = (char *)"-b";
 		argv[na++] = (char *)be;
+		argv[na++] = (char *)"-m";
+		argv[na++] = (char *)tcp_mode_names[m];
 		if (spin_opt >= 0) {
 			snprintf(sbuf, sizeof(sbuf), "%ld", spin_opt);
 			argv[na++] = (char *)"-s";
@@ -1336,8 +1346,7 @@ static int run_tcp(const char *be, int p, double *out)
 	int port, st;
 	double req;
 
-	(void)p;
-	spid = tcp_server(be, &sf, &port);
+	spid = tcp_server(be, tcp_mode[p], &sf, &port);
 	if (spid < 0)
 		return -1;
 	if (port <= 0)
@@ -1363,6 +1372,7 @@ static int run_tcp(const char *be, int p, double *out)
 	out[2] = kv(result, "p99_ms");
 	out[3] = req > 0 ? 1000.0 * kv(stats, "wait_syscalls") / req : 0;
 	out[4] = req > 0 ? 1000.0 * kv(stats, "ctl_syscalls") / req : 0;
+	out[5] = req > 0 ? kv(stats, "event_syscalls") / req : 0;
 	return 0;
 }
 
@@ -1371,14 +1381,35 @@ static int tcp_option(int opt, const char *arg)
 	switch (opt) {
 	case 'c': tcp_conns = tool_parse_long(arg, 1, 10000); return 0;
 	case 'n': tcp_requests = tool_parse_long(arg, 1, 100000000); return 0;
+	case 'm': tcp_modes = arg; return 0;
 	}
 	return -1;
 }
 
 static void tcp_setup(struct bench *bn)
 {
-	bn->np = 1;
-	snprintf(bn->params[0], sizeof(bn->params[0]), "conns=%ld;requests=%ld", tcp_conns, tcp_requests);
+	char buf[128], *save = NULL, *w;
+
+	snprintf(buf, sizeof(buf), "%s", tcp_modes);
+	bn->np = 0;
+	for (w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		int m;
+
+		for (m = 0; m < NTCPMODES && strcmp(w, tcp_mode_names[m]); m++)
+			;
+		if (m == NTCPMODES || bn->np == MAXP) {
+			fprintf(stderr, "tcp: -m: modes are et, lt, et-batch, lt-batch (at most %d)\n", MAXP);
+			exit(2);
+		}
+		tcp_mode[bn->np] = m;
+		snprintf(bn->params[bn->np], sizeof(bn->params[0]), "conns=%ld;requests=%ld;mode=%s",
+			 tcp_conns, tcp_requests, w);
+		bn->np++;
+	}
+	if (!bn->np) {
+		fprintf(stderr, "tcp: -m: no mode\n");
+		exit(2);
+	}
 }
 
 static const struct metric tcp_metrics[] = {
@@ -1387,6 +1418,7 @@ static const struct metric tcp_metrics[] = {
 	{ "lat_p99_ms", "ms", LOWER, 1, "ratio", 2 },
 	{ "wait_syscalls_per_1000req", "syscalls/1000 requests", LOWER, 1, NULL, 0 },
 	{ "ctl_syscalls_per_1000req", "syscalls/1000 requests", LOWER, 1, NULL, 0 },
+	{ "event_syscalls_per_req", "syscalls/request", LOWER, 1, NULL, 0 },
 	{ NULL }
 };
 
@@ -1444,17 +1476,21 @@ static const struct scenario scenarios[] = {
 		.guest = { { "-R 3 -N 100,1000,10000 -r 200", 1200 } },
 		.guest_quick = { { "-R 2 -N 100,10000 -r 50", 600 } },
 	}, {
-		.name = "tcp", .opts = "c:n:", .usage = "[-c connections] [-n requests]",
+		.name = "tcp", .opts = "c:n:m:", .usage = "[-c connections] [-n requests] [-m et,lt,et-batch,lt-batch]",
 		.title = "4. TCP: single-threaded HTTP/1.0 server, 200 connections",
 		.chart_title = "4. TCP: HTTP/1.0 server, 200 connections",
 		.option = tcp_option, .setup = tcp_setup, .run = run_tcp, .metrics = tcp_metrics,
 		.baselines = 1,
 		.note = "req_per_s and lat_p99_ms from the load client (a separate process); the "
-			"server's wait and ctl system calls per 1000 requests.",
-		.host = { { "-R 5 -c 200 -n 20000" } },
-		.host_quick = { { "-R 2 -c 200 -n 5000" } },
-		.guest = { { "-R 3 -c 200 -n 20000", 1800 } },
-		.guest_quick = { { "-R 2 -c 200 -n 2000", 600 } },
+			"server's wait and ctl system calls per 1000 requests; event_syscalls_per_req = "
+			"the server's wait + ctl + level-triggered re-check system calls per request "
+			"(epoll-lt: epoll_wait + epoll_ctl).  mode: et = edge-triggered, read until "
+			"EAGAIN, one uepoll_ctl per ADD and DEL; lt = level-triggered, one read per "
+			"event; -batch = the ADDs and DELs of a pass in one uepoll_ctl_batch.",
+		.host = { { "-R 5 -c 200 -n 20000 -m et,lt,et-batch,lt-batch" } },
+		.host_quick = { { "-R 2 -c 200 -n 5000 -m et,lt-batch" } },
+		.guest = { { "-R 3 -c 200 -n 20000 -m et,lt,et-batch,lt-batch", 3600 } },
+		.guest_quick = { { "-R 2 -c 200 -n 2000 -m et,lt-batch", 900 } },
 	}, {
 		.name = "idle", .opts = "f:d:S:", .usage = "[-f events_per_s] [-d seconds] [-S spin,spin,...]",
 		.title = "5. idle / slow load: few events per second",

@@ -6,21 +6,29 @@
  * seed's bench_http answer), anything else with 404, and closes the
  * connection after the answer (HTTP/1.0).
  *
- *   uepoll-httpd [-b native|uring|epoll|auto] [-s SPIN] [-p PORT] [-a ADDR]
+ *   uepoll-httpd [-b native|uring|epoll|auto] [-s SPIN] [-m et|lt|et-batch|lt-batch]
+ *                [-p PORT] [-a ADDR]
  *   uepoll-httpd --plain-epoll-lt [-p PORT] [-a ADDR]
  *
- * Library mode: every socket registered EPOLLIN|EPOLLET through
- * uepoll_ctl, read until EAGAIN, DEL before close; the library's
- * epoll backend is the "epoll-ET" of the 2019 series' libevent measurement.
+ * Library mode, -m et (default): every socket registered EPOLLIN|EPOLLET
+ * through uepoll_ctl, read until EAGAIN, DEL before close; the library's
+ * epoll backend is the "epoll-ET" of the 2019 series' libevent
+ * measurement.  -m lt: registered level-triggered (no EPOLLET), one read
+ * per event, as libevent's bufferevents read.  -batch: the ADDs and DELs
+ * of one pass over the events go to the library as one changelist,
+ * uepoll_ctl_batch(3), before the next wait (as libevent's changelist
+ * does), and the sockets are closed after it.
  * --plain-epoll-lt: the reference, no library: epoll_create1, sockets
  * level-triggered, one read per readiness, close without DEL.
  *
  * Port 0 (default) takes a free port.  Once listening it prints
  * "PORT <n>" on stdout.  SIGTERM or SIGINT ends it; it then prints
  *   STATS backend=B requests=N errors=E wait_syscalls=W ctl_syscalls=C events=V
+ *         sleeps=S event_syscalls=X
  * (wait_syscalls: the system calls made to harvest or sleep; ctl: those
- * made to register and remove; from uepoll_get_stats in library mode,
- * counted by hand in plain mode) and exits 0.
+ * made to register and remove; event_syscalls: both, the level-triggered
+ * re-checks included; from uepoll_get_stats in library mode, counted by
+ * hand in plain mode) and exits 0.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -63,7 +71,8 @@ static void on_signal(int sig)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: %s [-b native|uring|epoll|auto] [-s spin] [-p port] [-a addr]\n"
+	fprintf(stderr, "usage: %s [-b native|uring|epoll|auto] [-s spin] [-m et|lt|et-batch|lt-batch]\n"
+			"       [-p port] [-a addr]\n"
 			"       %s --plain-epoll-lt [-p port] [-a addr]\n", tool_prog, tool_prog);
 	exit(2);
 }
@@ -173,16 +182,68 @@ static int listen_on(const char *addr, int port)
 
 /* ---- library mode ---------------------------------------------------------- */
 
-static void lib_close(struct uepoll *u, int fd)
-{
-	int r = uepoll_ctl(u, EPOLL_CTL_DEL, fd, NULL);
+/* -batch: the changes of one pass, and the sockets to close after them */
+#define CHMAX	512
+static struct uepoll_change chl[CHMAX];
+static int nch, batch_mode;
+static int to_close[CHMAX], nclose;
 
-	if (r < 0)
-		fprintf(stderr, "%s: DEL %d: %s\n", tool_prog, fd, strerror(-r));
-	close(fd);
+static void flush_changes(struct uepoll *u)
+{
+	int i, r;
+
+	if (!nch)
+		return;
+	r = uepoll_ctl_batch(u, chl, (unsigned)nch);
+	if (r < 0) {
+		fprintf(stderr, "%s: uepoll_ctl_batch: %s\n", tool_prog, strerror(-r));
+		errors++;
+	}
+	for (i = 0; r >= 0 && i < nch; i++) {
+		if (chl[i].res < 0) {
+			fprintf(stderr, "%s: %s %d: %s\n", tool_prog,
+				chl[i].op == EPOLL_CTL_ADD ? "ADD" : "DEL", chl[i].fd,
+				strerror(-chl[i].res));
+			errors++;
+			if (chl[i].op == EPOLL_CTL_ADD)
+				close(chl[i].fd);
+		}
+	}
+	nch = 0;
+	for (i = 0; i < nclose; i++)
+		close(to_close[i]);
+	nclose = 0;
 }
 
-static int run_lib(unsigned bflags, long spin, int lfd)
+/* ADD (ev) or DEL (ev NULL) of fd: at once, or queued (-batch) */
+static void change(struct uepoll *u, int op, int fd, const struct epoll_event *ev)
+{
+	int r;
+
+	if (batch_mode) {
+		if (nch == CHMAX || nclose == CHMAX)
+			flush_changes(u);
+		memset(&chl[nch], 0, sizeof(chl[nch]));
+		chl[nch].op = op;
+		chl[nch].fd = fd;
+		if (ev)
+			chl[nch].ev = *ev;
+		nch++;
+		if (op == EPOLL_CTL_DEL)
+			to_close[nclose++] = fd;
+		return;
+	}
+	r = uepoll_ctl(u, op, fd, (struct epoll_event *)ev);
+	if (r < 0) {
+		fprintf(stderr, "%s: %s %d: %s\n", tool_prog, op == EPOLL_CTL_ADD ? "ADD" : "DEL",
+			fd, strerror(-r));
+		errors++;
+	}
+	if (op == EPOLL_CTL_DEL || r < 0)
+		close(fd);
+}
+
+static int run_lib(unsigned bflags, long spin, int lfd, int level)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = LISTENER };
 	struct epoll_event evs[256];
@@ -206,8 +267,10 @@ static int run_lib(unsigned bflags, long spin, int lfd)
 		return 1;
 	}
 	while (!stop) {
-		int n = uepoll_wait(&u, evs, 256, 1000);
+		int n;
 
+		flush_changes(&u);
+		n = uepoll_wait(&u, evs, 256, 1000);
 		if (n == -EINTR)
 			continue;
 		if (n < 0) {
@@ -218,32 +281,31 @@ static int run_lib(unsigned bflags, long spin, int lfd)
 			if (evs[i].data.u64 == LISTENER) {
 				for (;;) {
 					int cfd = accept_next(lfd);
-					struct epoll_event cev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET };
+					struct epoll_event cev = {
+						.events = EPOLLIN | EPOLLRDHUP | (level ? 0 : EPOLLET)
+					};
 
 					if (cfd < 0)
 						break;
 					cev.data.fd = cfd;
-					r = uepoll_ctl(&u, EPOLL_CTL_ADD, cfd, &cev);
-					if (r < 0) {
-						fprintf(stderr, "%s: ADD %d: %s\n", tool_prog, cfd, strerror(-r));
-						errors++;
-						close(cfd);
-					}
+					change(&u, EPOLL_CTL_ADD, cfd, &cev);
 				}
 				continue;
 			}
-			r = serve(evs[i].data.fd, 1);
+			r = serve(evs[i].data.fd, !level);
 			if (r < 0)
 				errors++;
 			if (r)
-				lib_close(&u, evs[i].data.fd);
+				change(&u, EPOLL_CTL_DEL, evs[i].data.fd, NULL);
 		}
 	}
+	flush_changes(&u);
 	uepoll_get_stats(&u, &st);
 	printf("STATS backend=%s requests=%lu errors=%lu wait_syscalls=%llu ctl_syscalls=%llu events=%llu "
-	       "sleeps=%llu\n", uepoll_backend_name(&u), requests, errors,
+	       "sleeps=%llu event_syscalls=%llu\n", uepoll_backend_name(&u), requests, errors,
 	       (unsigned long long)(st.syscalls - st.ctl_syscalls), (unsigned long long)st.ctl_syscalls,
-	       (unsigned long long)st.events, (unsigned long long)st.sleeps);
+	       (unsigned long long)st.events, (unsigned long long)st.sleeps,
+	       (unsigned long long)st.syscalls);
 	uepoll_exit(&u);
 	return 0;
 }
@@ -302,7 +364,7 @@ static int run_plain(int lfd)
 		}
 	}
 	printf("STATS backend=epoll-lt requests=%lu errors=%lu wait_syscalls=%llu ctl_syscalls=%llu events=%llu "
-	       "sleeps=0\n", requests, errors, waits, ctls, nev);
+	       "sleeps=0 event_syscalls=%llu\n", requests, errors, waits, ctls, nev, waits + ctls);
 	close(epfd);
 	return 0;
 }
@@ -311,7 +373,7 @@ int main(int argc, char **argv)
 {
 	const char *addr = "127.0.0.1";
 	unsigned bflags = UEPOLL_BACKEND_AUTO;
-	int port = 0, plain = 0, lfd, ret;
+	int port = 0, plain = 0, level = 0, lfd, ret;
 	long spin = -1;
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct rlimit rl;
@@ -333,6 +395,15 @@ int main(int argc, char **argv)
 				usage();
 			break;
 		case 's': spin = tool_parse_long(v, 0, UEPOLL_SPIN_MAX); break;
+		case 'm':
+			if (!strcmp(v, "et") || !strcmp(v, "lt") || !strcmp(v, "et-batch") ||
+			    !strcmp(v, "lt-batch")) {
+				level = v[0] == 'l';
+				batch_mode = strlen(v) > 2;
+			} else {
+				usage();
+			}
+			break;
 		case 'p': port = (int)tool_parse_long(v, 0, 65535); break;
 		case 'a': addr = v; break;
 		default: usage();
@@ -348,7 +419,7 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	lfd = listen_on(addr, port);
-	ret = plain ? run_plain(lfd) : run_lib(bflags, spin, lfd);
+	ret = plain ? run_plain(lfd) : run_lib(bflags, spin, lfd, level);
 	fflush(stdout);
 	close(lfd);
 	for (int i = 0; i < maxfd; i++)
