@@ -486,6 +486,23 @@ static int del_from(struct uepoll *u, struct native_priv *p, int w, int fd)
 	return ret;
 }
 
+/*
+ * The ring's entry for the level epoll, as ADD made it: a MOD of it makes
+ * the ring poll the level epoll again and push the entry if anything is
+ * ready there (K7, uepoll(7)).  A MOD in the level epoll of a registration
+ * that epoll still holds on its ready list (a level-triggered one it
+ * returned, put back) wakes nobody: epoll_modify() queues and wakes only
+ * an item not queued yet.  Without this, the harvest would not ask the
+ * level epoll again (the registration's report was replaced by the MOD,
+ * or said drained) and the MOD's readiness would wait for a wake-up.
+ */
+static void level_repoll(struct uepoll *u, struct native_priv *p)
+{
+	struct epoll_event e = { .events = EPOLLIN | EPOLLET, .data.u64 = UEPOLL_LEVEL_DATA };
+
+	kctl(u, u->fd, EPOLL_CTL_MOD, p->lfd, &e);
+}
+
 /* MOD of fd, registered in w, staying there */
 static int mod_in(struct uepoll *u, struct native_priv *p, int w, int fd, struct epoll_event *ev)
 {
@@ -500,6 +517,7 @@ static int mod_in(struct uepoll *u, struct native_priv *p, int w, int fd, struct
 		lr_unreport(p, fd);
 		p->lr[fd].data = ev->data.u64;
 		p->lr[fd].events = ev->events;
+		level_repoll(u, p);
 	}
 	return ret;
 }
@@ -574,17 +592,20 @@ static int native_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
  * one epoll_ctl() whose answer the run can know in advance: an ADD that
  * may meet the capacity, an ADD or MOD that needs the level epoll made or
  * moves a registration, a second change of an fd of the run (its
- * instance depends on the first one's result).  Returns the number of
- * changes it covers.
+ * instance depends on the first one's result).  A run with a MOD in the
+ * level epoll ends with the ring's MOD of the level epoll (level_repoll(),
+ * qi[] = NOT_A_CHANGE).  Returns the number of changes it covers.
  */
+#define NOT_A_CHANGE	(~0u)
 static unsigned native_run(struct uepoll *u, struct native_priv *p, struct uepoll_change *ch,
 			   unsigned n, struct uepoll_aux_ctl *q, unsigned *qi, int *qw,
 			   unsigned *nq)
 {
-	unsigned i, k, adds = 0;
+	unsigned i, k, adds = 0, lmods = 0;
 
 	*nq = 0;
-	for (i = 0; i < n && *nq < UEPOLL_AUX_MAX; i++) {
+	/* (one place kept for the level epoll's repoll) */
+	for (i = 0; i < n && *nq < UEPOLL_AUX_MAX - 1; i++) {
 		struct uepoll_change *c = &ch[i];
 		struct uepoll_aux_ctl *a = &q[*nq];
 		int ret = __uepoll_ctl_check(u, c->op, c->fd, &c->ev, &a->ev, UEPOLL_KIND_UNKNOWN);
@@ -618,8 +639,20 @@ static unsigned native_run(struct uepoll *u, struct native_priv *p, struct uepol
 		a->op = c->op;
 		a->fd = c->fd;
 		adds += c->op == EPOLL_CTL_ADD;
+		lmods += c->op == EPOLL_CTL_MOD && w == IN_LEVEL;
 		qw[*nq] = w;
 		qi[(*nq)++] = i;
+	}
+	if (lmods) {
+		struct uepoll_aux_ctl *a = &q[*nq];
+
+		a->epfd = u->fd;
+		a->op = EPOLL_CTL_MOD;
+		a->fd = p->lfd;
+		a->ev.events = EPOLLIN | EPOLLET;
+		a->ev.data.u64 = UEPOLL_LEVEL_DATA;
+		qw[*nq] = IN_RING;
+		qi[(*nq)++] = NOT_A_CHANGE;
 	}
 	return i;
 }
@@ -645,8 +678,11 @@ static int native_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 		run = native_run(u, p, ch + i, n - i, q, qi, qw, &nq);
 		__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq);
 		for (k = 0; k < nq; k++) {
-			struct uepoll_change *c = &ch[i + qi[k]];
+			struct uepoll_change *c;
 
+			if (qi[k] == NOT_A_CHANGE)
+				continue;
+			c = &ch[i + qi[k]];
 			c->res = res[k];
 			if (c->op == EPOLL_CTL_DEL && (!res[k] || res[k] == -ENOENT)) {
 				removed(p, qw[k], c->fd);
@@ -659,7 +695,7 @@ static int native_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 			}
 		}
 		i += run;
-		if (i < n && nq < UEPOLL_AUX_MAX) {
+		if (i < n && nq < UEPOLL_AUX_MAX - 1) {
 			/* stopped at ch[i]: alone, as ctl */
 			struct uepoll_change *c = &ch[i];
 			struct epoll_event e;
