@@ -206,6 +206,12 @@ int main(void)
 	CHECK_EQ(t_mod(&u, efd, EPOLLIN, 12), 0);
 	expect(1, 12, EPOLLIN, -1, "MOD back to LT");
 	expect(1, 12, EPOLLIN, 1, "LT again");
+	/* MOD of one still ready (native: still on the level epoll's list) */
+	CHECK_EQ(t_mod(&u, efd, EPOLLIN, 13), 0);
+	expect(1, 13, EPOLLIN, -1, "MOD of a ready one: reported, new data");
+	CHECK_EQ(uepoll_drained(&u, efd, EPOLLIN), 0);	/* a lie */
+	CHECK_EQ(t_mod(&u, efd, EPOLLIN, 14), 0);
+	expect(1, 14, EPOLLIN, -1, "MOD after a hint: reported");
 	CHECK_EQ(uepoll_ctl(&u, EPOLL_CTL_DEL, efd, NULL), 0);
 	expect(0, 0, 0, 0, "DEL: nothing more, no poll");
 
