@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include "internal.h"
 
 enum { AUX_UNTRIED, AUX_READY, AUX_OFF };
@@ -184,7 +185,7 @@ void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a,
 }
 
 void __uepoll_aux_fd_kinds(struct uepoll *u, struct uepoll_aux *a, const int *fds,
-			   int *kind, unsigned n)
+			   int *kind, struct uepoll_ident *id, unsigned n)
 {
 	int res[UEPOLL_AUX_MAX];
 	unsigned i, q = 0, done = 0;
@@ -199,7 +200,7 @@ void __uepoll_aux_fd_kinds(struct uepoll *u, struct uepoll_aux *a, const int *fd
 			if (fds[i] < 0)
 				continue;
 			sqe = io_uring_get_sqe(&a->ring);
-			io_uring_prep_statx(sqe, fds[i], "", AT_EMPTY_PATH, STATX_TYPE,
+			io_uring_prep_statx(sqe, fds[i], "", AT_EMPTY_PATH, STATX_TYPE | STATX_INO,
 					    &a->stx[i]);
 			io_uring_sqe_set_data64(sqe, i);
 			q++;
@@ -211,13 +212,21 @@ void __uepoll_aux_fd_kinds(struct uepoll *u, struct uepoll_aux *a, const int *fd
 	for (i = 0; i < n; i++) {
 		if (fds[i] < 0)
 			continue;
-		if (done && res[i] == 0)
+		id[i].fd = fds[i];
+		id[i].valid = 0;
+		if (done && res[i] == 0) {
 			kind[i] = S_ISREG(a->stx[i].stx_mode) || S_ISDIR(a->stx[i].stx_mode) ?
 				  -EPERM : 0;
-		else if (done && res[i] == -EBADF)
+			id[i].valid = 1;
+			id[i].dev = (uint64_t)makedev(a->stx[i].stx_dev_major,
+						      a->stx[i].stx_dev_minor);
+			id[i].ino = a->stx[i].stx_ino;
+		} else if (done && res[i] == -EBADF) {
 			kind[i] = -EBADF;
-		else
+		} else {
 			kind[i] = __uepoll_fd_kind(u, fds[i]);
+			id[i] = __uepoll_ident;
+		}
 	}
 	pthread_mutex_unlock(&a->lock);
 }

@@ -78,8 +78,9 @@ static void ep_exit(struct uepoll *u)
 static int ep_account(struct uepoll *u, struct ep_priv *p, int op, int fd, int known, int ret)
 {
 	if (ret < 0) {
-		/* registration gone with its file (close without DEL) */
-		if (op == EPOLL_CTL_DEL && ret == -ENOENT && known) {
+		/* registration gone with its file (close without DEL; the
+		 * number free, EBADF, or another file's, ENOENT) */
+		if (op != EPOLL_CTL_ADD && (ret == -ENOENT || ret == -EBADF) && known) {
 			fdmap_set(&p->map, fd, -1);
 			p->count--;
 		}

@@ -44,6 +44,10 @@ struct uepoll_ops {
 	 * batch (nothing applied).  NULL: uepoll_ctl_batch() loops on ctl */
 	int (*batch)(struct uepoll *u, struct uepoll_change *ch, unsigned n);
 	int (*harvest)(struct uepoll *u, struct epoll_event *evs, int max);
+	/* optional: a DEL or MOD of fd found it closed (EBADF before the
+	 * backend was asked): forget a registration the backend still holds
+	 * for that number (uring: its poll keeps the file open) */
+	void (*gone)(struct uepoll *u, int fd);
 	/* optional: uepoll_drained(3), fd >= 0; NULL: nothing to do (the
 	 * backend's level-triggered registrations cost nothing to re-check,
 	 * or it has none) */
@@ -91,6 +95,19 @@ uint32_t __uepoll_drained_bits(uint32_t events) __hidden;
 int __uepoll_fd_kind(struct uepoll *u, int fd) __hidden;
 
 /*
+ * Which file an fd named at its last fstat() in this thread (set by
+ * __uepoll_fd_kind(), and by the batches for each change before its
+ * backend operation): a backend that holds files open past close() (uring)
+ * tells a registration whose fd was closed and reused from a live one.
+ */
+struct uepoll_ident {
+	int fd;
+	int valid;		/* 0: not known for this call */
+	uint64_t dev, ino;
+};
+extern __thread struct uepoll_ident __uepoll_ident __hidden;
+
+/*
  * The batch helper (batch.c): a small io_uring of its own, set up at the
  * first batch, that runs epoll_ctl()s (IORING_OP_EPOLL_CTL, hard-linked:
  * in order, each with its own result) or the fstat()s of a batch
@@ -111,9 +128,10 @@ void __uepoll_aux_free(struct uepoll_aux *a) __hidden;
 /* res[i] = epoll_ctl(c[i].epfd, c[i]...) ? -errno : 0, in order, n <= UEPOLL_AUX_MAX */
 void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a,
 			    const struct uepoll_aux_ctl *c, int *res, unsigned n) __hidden;
-/* kind[i] = __uepoll_fd_kind(fds[i]), fds[i] < 0: untouched; n <= UEPOLL_AUX_MAX */
+/* kind[i] = __uepoll_fd_kind(fds[i]), id[i] its identity; fds[i] < 0:
+ * untouched; n <= UEPOLL_AUX_MAX */
 void __uepoll_aux_fd_kinds(struct uepoll *u, struct uepoll_aux *a, const int *fds,
-			   int *kind, unsigned n) __hidden;
+			   int *kind, struct uepoll_ident *id, unsigned n) __hidden;
 
 /* fd -> int map (-1: absent), grows on demand; caller locks. */
 struct fdmap {

@@ -475,12 +475,12 @@ static int add_to(struct uepoll *u, struct native_priv *p, int w, int fd, struct
 	return ret;
 }
 
-/* DEL of fd from w */
+/* DEL of fd from w; ENOENT, EBADF: it went with its file (closed) */
 static int del_from(struct uepoll *u, struct native_priv *p, int w, int fd)
 {
 	int ret = kctl(u, w == IN_RING ? u->fd : p->lfd, EPOLL_CTL_DEL, fd, NULL);
 
-	if (ret && ret != -ENOENT)
+	if (ret && ret != -ENOENT && ret != -EBADF)
 		return ret;
 	removed(p, w, fd);
 	return ret;
@@ -509,17 +509,57 @@ static int mod_in(struct uepoll *u, struct native_priv *p, int w, int fd, struct
 	struct epoll_event e;
 	int ret;
 
-	if (w == IN_RING)
-		return kctl(u, u->fd, EPOLL_CTL_MOD, fd, ev);
-	e = level_event(p, fd, ev);
-	ret = kctl(u, p->lfd, EPOLL_CTL_MOD, fd, &e);
-	if (!ret) {
+	if (w == IN_RING) {
+		ret = kctl(u, u->fd, EPOLL_CTL_MOD, fd, ev);
+	} else {
+		e = level_event(p, fd, ev);
+		ret = kctl(u, p->lfd, EPOLL_CTL_MOD, fd, &e);
+	}
+	if (ret == -ENOENT || ret == -EBADF)
+		removed(p, w, fd);	/* it went with its file */
+	if (!ret && w == IN_LEVEL) {
 		lr_unreport(p, fd);
 		p->lr[fd].data = ev->data.u64;
 		p->lr[fd].events = ev->events;
 		level_repoll(u, p);
 	}
 	return ret;
+}
+
+/*
+ * ADD of fd that the map has in w: EEXIST if the kernel still has it;
+ * but where the fd was closed (the registration went with the file) and
+ * the number reused, the kernel takes the ADD: then the registration is
+ * the new file's, moved to where ev puts it (a DEL and an ADD).  -ENOENT:
+ * the kernel said EBADF, the map forgets fd, the caller adds anew.
+ */
+static int add_known(struct uepoll *u, struct native_priv *p, int w, int fd,
+		     struct epoll_event *ev)
+{
+	struct epoll_event e = *ev;
+	int ret;
+
+	if (w == IN_RING) {
+		e.events |= EPOLLET;
+		ret = kctl(u, u->fd, EPOLL_CTL_ADD, fd, &e);
+	} else {
+		p->lr[fd].gen++;
+		e = level_event(p, fd, ev);
+		ret = kctl(u, p->lfd, EPOLL_CTL_ADD, fd, &e);
+	}
+	if (ret == -EBADF) {
+		removed(p, w, fd);
+		return -ENOENT;
+	}
+	if (ret)
+		return ret;
+	/* the old registration was gone: fd is now registered in w */
+	removed(p, w, fd);
+	added(p, w, fd, ev);
+	if (where_of(ev) == w)
+		return 0;
+	ret = del_from(u, p, w, fd);
+	return ret ? ret : add_to(u, p, where_of(ev), fd, ev);
 }
 
 /*
@@ -538,7 +578,13 @@ static int native_ctl_locked(struct uepoll *u, struct native_priv *p, int op, in
 	case EPOLL_CTL_ADD:
 		if (fd == u->fd)	/* the level epoll would say ELOOP */
 			return -EINVAL;
-		if (cur >= 0 || p->nring + p->nlevel >= u->n) {
+		if (cur >= 0) {
+			ret = add_known(u, p, cur, fd, ev);
+			if (ret != -ENOENT)
+				return ret;
+			cur = -1;	/* it went with its file: a new one */
+		}
+		if (p->nring + p->nlevel >= u->n) {
 			ret = __uepoll_fd_kind(u, fd);
 			if (ret)
 				return ret;
@@ -684,8 +730,10 @@ static int native_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 				continue;
 			c = &ch[i + qi[k]];
 			c->res = res[k];
-			if (c->op == EPOLL_CTL_DEL && (!res[k] || res[k] == -ENOENT)) {
-				removed(p, qw[k], c->fd);
+			if (c->op != EPOLL_CTL_ADD &&
+			    (res[k] == -ENOENT || res[k] == -EBADF ||
+			     (!res[k] && c->op == EPOLL_CTL_DEL))) {
+				removed(p, qw[k], c->fd);	/* (or it went with its file) */
 			} else if (!res[k] && c->op == EPOLL_CTL_ADD) {
 				added(p, qw[k], c->fd, &c->ev);
 			} else if (!res[k] && qw[k] == IN_LEVEL) {

@@ -288,14 +288,21 @@ static void exit_(struct uepoll *u)
 	u->magic = UEPOLL_MAGIC_DEAD;
 }
 
+__thread struct uepoll_ident __uepoll_ident;
+
 /* what fstat() says of fd, as epoll_ctl(2) would: EBADF, EPERM or 0 */
 int __uepoll_fd_kind(struct uepoll *u, int fd)
 {
 	struct stat st;
 
 	STAT_SYS(u);
+	__uepoll_ident.fd = fd;
+	__uepoll_ident.valid = 0;
 	if (fstat(fd, &st) < 0)
 		return -EBADF;
+	__uepoll_ident.valid = 1;
+	__uepoll_ident.dev = (uint64_t)st.st_dev;
+	__uepoll_ident.ino = (uint64_t)st.st_ino;
 	return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ? -EPERM : 0;
 }
 
@@ -353,7 +360,10 @@ static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 	ret = check_live(u);
 	if (ret)
 		return ret;
+	__uepoll_ident.valid = 0;
 	ret = __uepoll_ctl_check(u, op, fd, ev, &e, UEPOLL_KIND_UNKNOWN);
+	if (ret == -EBADF && op != EPOLL_CTL_ADD && fd >= 0 && ops_of(u->backend)->gone)
+		ops_of(u->backend)->gone(u, fd);
 	if (ret)
 		return ret;
 	ret = ops_of(u->backend)->ctl(u, op, fd, op != EPOLL_CTL_DEL ? &e : NULL);

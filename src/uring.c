@@ -39,6 +39,13 @@
  * (a fired ONESHOT) fails with ENOENT in the kernel and is re-armed the
  * same way.
  *
+ * A poll holds its file: a registration whose fd is closed without DEL
+ * keeps the file open.  Every ctl knows from its fstat() (its checks) which
+ * file the fd names now: a registration of that number whose file is
+ * another (the fd was closed and the number reused) is dropped first, as
+ * epoll dropped it at the close, and a DEL or MOD of a closed fd (EBADF)
+ * drops the registration of that number (uring_gone()).
+ *
  * Locking: one mutex for the SQ and the slot table, taken by ctl and by a
  * harvest that found completions; the empty-CQ path takes no lock.
  *
@@ -84,6 +91,7 @@ struct uslot {
 	uint8_t idle;		/* ONESHOT poll ended on bits not asked: re-arm multishot */
 	uint8_t inlvl;		/* level-triggered, on the level list */
 	uint32_t drained;	/* uepoll_drained(): bits not to poll for until the next event */
+	uint64_t dev, ino;	/* the file registered (fstat() at ADD) */
 };
 
 struct uring_priv {
@@ -357,6 +365,8 @@ static int ctl_add(struct uepoll *u, struct uring_priv *p, int fd,
 	sl->fired = 0;
 	sl->idle = 0;
 	sl->inlvl = 0;
+	sl->dev = __uepoll_ident.valid && __uepoll_ident.fd == fd ? __uepoll_ident.dev : 0;
+	sl->ino = __uepoll_ident.valid && __uepoll_ident.fd == fd ? __uepoll_ident.ino : 0;
 	ret = arm(u, p, (uint32_t)s);
 	if (!ret)
 		ret = submit(u, p);
@@ -441,6 +451,15 @@ static int uring_ctl_locked(struct uepoll *u, struct uring_priv *p, int op, int 
 			    struct epoll_event *ev)
 {
 	int s = fdmap_get(&p->map, fd);
+	const struct uepoll_ident *id = &__uepoll_ident;
+
+	/* fd was closed and its number reused since the ADD: that
+	 * registration went with its file, as in epoll */
+	if (s >= 0 && id->valid && id->fd == fd &&
+	    (id->dev != p->slots[s].dev || id->ino != p->slots[s].ino)) {
+		ctl_del(u, p, s, fd);
+		s = -1;
+	}
 
 	switch (op) {
 	case EPOLL_CTL_ADD:
@@ -451,6 +470,24 @@ static int uring_ctl_locked(struct uepoll *u, struct uring_priv *p, int op, int 
 		return s < 0 ? -ENOENT : ctl_del(u, p, s, fd);
 	}
 	return 0;
+}
+
+/* a DEL or MOD found fd closed: its registration, if any, goes */
+static void uring_gone_locked(struct uepoll *u, struct uring_priv *p, int fd)
+{
+	int s = fdmap_get(&p->map, fd);
+
+	if (s >= 0)
+		ctl_del(u, p, s, fd);
+}
+
+static void uring_gone(struct uepoll *u, int fd)
+{
+	struct uring_priv *p = u->priv;
+
+	pthread_mutex_lock(&p->lock);
+	uring_gone_locked(u, p, fd);
+	pthread_mutex_unlock(&p->lock);
 }
 
 static int uring_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
@@ -496,6 +533,7 @@ static int uring_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 {
 	struct uring_priv *p = u->priv;
 	int fds[UEPOLL_AUX_MAX], kind[UEPOLL_AUX_MAX];
+	struct uepoll_ident id[UEPOLL_AUX_MAX];
 	struct epoll_event e;
 	unsigned i, k, m;
 
@@ -504,14 +542,19 @@ static int uring_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 		for (k = 0; k < m; k++) {
 			fds[k] = ch[i + k].fd;
 			kind[k] = UEPOLL_KIND_UNKNOWN;
+			id[k].fd = -1;
+			id[k].valid = 0;
 		}
-		__uepoll_aux_fd_kinds(u, p->aux, fds, kind, m);
+		__uepoll_aux_fd_kinds(u, p->aux, fds, kind, id, m);
 		pthread_mutex_lock(&p->lock);
 		p->batching = 1;
 		for (k = 0; k < m; k++) {
 			struct uepoll_change *c = &ch[i + k];
 
+			__uepoll_ident = id[k];
 			c->res = __uepoll_ctl_check(u, c->op, c->fd, &c->ev, &e, kind[k]);
+			if (c->res == -EBADF && c->op != EPOLL_CTL_ADD && c->fd >= 0)
+				uring_gone_locked(u, p, c->fd);
 			if (!c->res)
 				c->res = uring_ctl_locked(u, p, c->op, c->fd, &e);
 		}
@@ -913,6 +956,7 @@ const struct uepoll_ops __uepoll_uring_ops __hidden = {
 	.batch = uring_batch,
 	.harvest = uring_harvest,
 	.drained = uring_drained,
+	.gone = uring_gone,
 	.sleep = uring_sleep,
 	.ready = uring_ready,
 };
