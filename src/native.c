@@ -543,9 +543,13 @@ static int add_known(struct uepoll *u, struct native_priv *p, int w, int fd,
 		e.events |= EPOLLET;
 		ret = kctl(u, u->fd, EPOLL_CTL_ADD, fd, &e);
 	} else {
+		/* a new generation for the new file; the old one kept if the
+		 * registration is still there (EEXIST) */
 		p->lr[fd].gen++;
 		e = level_event(p, fd, ev);
 		ret = kctl(u, p->lfd, EPOLL_CTL_ADD, fd, &e);
+		if (ret)
+			p->lr[fd].gen--;
 	}
 	if (ret == -EBADF) {
 		removed(p, w, fd);
@@ -553,9 +557,13 @@ static int add_known(struct uepoll *u, struct native_priv *p, int w, int fd,
 	}
 	if (ret)
 		return ret;
-	/* the old registration was gone: fd is now registered in w */
-	removed(p, w, fd);
-	added(p, w, fd, ev);
+	/* the old registration went with its file: the new one is in w,
+	 * in the old one's place (the count unchanged) */
+	if (w == IN_LEVEL) {
+		lr_unreport(p, fd);
+		p->lr[fd].data = ev->data.u64;
+		p->lr[fd].events = ev->events;
+	}
 	if (where_of(ev) == w)
 		return 0;
 	ret = del_from(u, p, w, fd);
