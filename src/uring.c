@@ -625,15 +625,34 @@ static inline int is_level(const struct uslot *sl)
 	return !(sl->events & EPOLLET);
 }
 
-/* put slot s on the level list (once) */
-static void level_add(struct uring_priv *p, uint32_t s)
+/*
+ * Put slot s on the level list (once).  DEL and MOD take a slot off
+ * lazily (inlvl cleared, its entry left): a slot put back on meanwhile
+ * has two entries, so a full list is first compacted to the slots that
+ * are on it, each once (inlvl 2 marks one kept); s is not among them.
+ */
+static void level_add(struct uepoll *u, struct uring_priv *p, uint32_t s)
 {
 	struct uslot *sl = &p->slots[s];
+	unsigned i, w = 0;
 
-	if (!sl->inlvl) {
-		sl->inlvl = 1;
-		p->lvl[p->nlvl++] = s;
+	if (sl->inlvl)
+		return;
+	if (p->nlvl == u->n) {
+		for (i = 0; i < p->nlvl; i++) {
+			struct uslot *x = &p->slots[p->lvl[i]];
+
+			if (x->fd < 0 || x->inlvl != 1)
+				continue;
+			x->inlvl = 2;
+			p->lvl[w++] = p->lvl[i];
+		}
+		for (i = 0; i < w; i++)
+			p->slots[p->lvl[i]].inlvl = 1;
+		p->nlvl = w;
 	}
+	sl->inlvl = 1;
+	p->lvl[p->nlvl++] = s;
 }
 
 /*
@@ -662,7 +681,7 @@ static int batch_add(struct uepoll *u, struct uring_priv *p, struct batch *b, ui
 		sl->fired = 1;
 	/* its events are what recheck()'s poll says, and it stays ready */
 	if (is_level(sl))
-		level_add(p, s);
+		level_add(u, p, s);
 	return 0;
 }
 
@@ -836,11 +855,11 @@ static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b)
 					queue_rearm(p, s);
 			}
 		} else if (m && batch_add(u, p, b, s, m)) {
-			level_add(p, s);	/* batch full: the next harvest */
+			level_add(u, p, s);	/* batch full: the next harvest */
 			continue;
 		}
 		if (m && !(sl->events & EPOLLONESHOT))
-			level_add(p, s);
+			level_add(u, p, s);
 	}
 	/* drop the events that came to nothing */
 	for (j = 0, w = 0; j < b->cnt; j++) {
