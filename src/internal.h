@@ -89,6 +89,9 @@ extern __thread int __uepoll_in_ctl __hidden;
 #define UEPOLL_KIND_UNKNOWN	1
 int __uepoll_ctl_check(struct uepoll *u, int op, int fd, const struct epoll_event *ev,
 		       struct epoll_event *e, int kind) __hidden;
+/* the poll bits a uepoll_drained() hint can take off: all but ERR, HUP */
+#define UEPOLL_HINT_BITS	(0xffffu & ~(uint32_t)(EPOLLERR | EPOLLHUP))
+
 /* uepoll_drained(): the poll bits a hint for events covers */
 uint32_t __uepoll_drained_bits(uint32_t events) __hidden;
 /* 0 pollable kind of file, -EPERM regular file or directory, -EBADF */

@@ -836,7 +836,7 @@ static void native_drained(struct uepoll *u, int fd, uint32_t events)
 	pthread_mutex_lock(&p->lock);
 	if (fdmap_get(&p->map, fd) == IN_LEVEL) {
 		l = &p->lr[fd];
-		want = l->events & 0xffffu & ~(uint32_t)(EPOLLERR | EPOLLHUP);
+		want = l->events & UEPOLL_HINT_BITS;
 		if (l->stamp == p->lstamp && l->stamp && !l->hinted &&
 		    !(want & ~__uepoll_drained_bits(events))) {
 			l->hinted = 1;

@@ -414,7 +414,7 @@ uint32_t __uepoll_drained_bits(uint32_t events)
 		events |= EPOLLRDNORM | EPOLLRDHUP;
 	if (events & EPOLLOUT)
 		events |= EPOLLWRNORM;
-	return events & 0xffffu & ~(uint32_t)(EPOLLERR | EPOLLHUP);
+	return events & UEPOLL_HINT_BITS;
 }
 
 /*

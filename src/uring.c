@@ -616,9 +616,6 @@ struct batch {
 	uint32_t stamp;		/* marks the slots that have an event in evs */
 };
 
-/* the bits uepoll_drained() can take off: all but EPOLLERR, EPOLLHUP */
-#define LEVEL_BITS	(0xffffu & ~(uint32_t)(EPOLLERR | EPOLLHUP))
-
 /* a level-triggered registration: reported while its file is ready */
 static inline int is_level(const struct uslot *sl)
 {
@@ -820,7 +817,7 @@ static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b)
 
 		if (sl->fd < 0 || !sl->inlvl)
 			continue;	/* DEL or MOD took it off (lazily) */
-		if (sl->drained && !(sl->events & ~sl->drained & LEVEL_BITS)) {
+		if (sl->drained && !(sl->events & ~sl->drained & UEPOLL_HINT_BITS)) {
 			sl->inlvl = 0;	/* drained: until its next event */
 			continue;
 		}
