@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -276,10 +277,39 @@ static int init(struct uepoll *u, unsigned n, unsigned flags)
 	return 0;
 }
 
+/*
+ * UEPOLL_STATS set (non-empty): uepoll_exit() writes the instance's
+ * counters to stderr, one line of key=value words, for programs that
+ * cannot call uepoll_get_stats() themselves (an event library's, a server
+ * built on one; uepoll_get_stats(3)).  One write(2): lines of instances
+ * that end together in several threads do not mix.
+ */
+static void report_stats(const struct uepoll *u)
+{
+	const char *e = getenv("UEPOLL_STATS");
+	struct uepoll_stats st;
+	char line[512];
+	int n;
+
+	if (!e || !*e || uepoll_get_stats(u, &st) < 0)
+		return;
+	n = snprintf(line, sizeof(line),
+		     "uepoll-stats: backend=%s n=%u events=%llu harvests=%llu syscalls=%llu "
+		     "ctl_syscalls=%llu ctls=%llu waits=%llu sleeps=%llu repolls=%llu rechecks=%llu\n",
+		     uepoll_backend_name(u), u->n, (unsigned long long)st.events,
+		     (unsigned long long)st.harvests, (unsigned long long)st.syscalls,
+		     (unsigned long long)st.ctl_syscalls, (unsigned long long)st.ctls,
+		     (unsigned long long)st.waits, (unsigned long long)st.sleeps,
+		     (unsigned long long)st.repolls, (unsigned long long)st.rechecks);
+	if (n > 0 && write(2, line, (size_t)n) < 0)
+		return;	/* nothing to do about it */
+}
+
 static void exit_(struct uepoll *u)
 {
 	if (check_live(u))
 		return;
+	report_stats(u);
 	ops_of(u->backend)->exit(u);
 	u->hdr = NULL;
 	u->index = NULL;

@@ -57,6 +57,49 @@ int main(void)
 	CHECK_EQ(a.waits, 1);
 	CHECK(a.sleeps >= 1);
 	uepoll_exit(&u);
+
+	/* UEPOLL_STATS: uepoll_exit() writes the counters to stderr */
+	{
+		char path[] = "/tmp/uepoll-stats-XXXXXX", buf[1024], want[64], name[64];
+		int tfd = mkstemp(path), saved = dup(2);
+		ssize_t len;
+
+		CHECK(tfd >= 0 && saved >= 0);
+		unlink(path);
+		t_init(&u, 4);
+		CHECK_EQ(t_add(&u, fds[0], EPOLLIN | EPOLLET, 7), 0);
+		CHECK_EQ(uepoll_get_stats(&u, &a), 0);
+		snprintf(name, sizeof(name), "backend=%s ", uepoll_backend_name(&u));
+		CHECK_EQ(setenv("UEPOLL_STATS", "1", 1), 0);
+		CHECK_EQ(dup2(tfd, 2), 2);
+		uepoll_exit(&u);
+		CHECK_EQ(dup2(saved, 2), 2);
+		close(saved);
+		unsetenv("UEPOLL_STATS");
+		len = pread(tfd, buf, sizeof(buf) - 1, 0);
+		CHECK(len > 0);
+		buf[len] = 0;
+		close(tfd);
+		CHECK(strncmp(buf, "uepoll-stats: ", 14) == 0);
+		CHECK(strstr(buf, name) == buf + 14);
+		snprintf(want, sizeof(want), " syscalls=%llu ", (unsigned long long)a.syscalls);
+		CHECK(strstr(buf, want) != NULL);
+		CHECK(strstr(buf, " ctls=1 ") != NULL);
+		CHECK(buf[len - 1] == '\n' && strchr(buf, '\n') == buf + len - 1);
+		/* and without it, nothing */
+		t_init(&u, 4);
+		snprintf(path, sizeof(path), "/tmp/uepoll-stats-XXXXXX");
+		tfd = mkstemp(path);
+		saved = dup(2);
+		CHECK(tfd >= 0 && saved >= 0);
+		unlink(path);
+		CHECK_EQ(dup2(tfd, 2), 2);
+		uepoll_exit(&u);
+		CHECK_EQ(dup2(saved, 2), 2);
+		close(saved);
+		CHECK_EQ(lseek(tfd, 0, SEEK_END), 0);
+		close(tfd);
+	}
 	for (int i = 0; i < 4; i++)
 		close(fds[i]);
 	CHECK_EQ(count_fds(), fds0);
