@@ -51,7 +51,7 @@ endif
 
 .PHONY: all lib tests tools check check-host check-asan check-tsan check-valgrind check-mutations check-uapi \
 	deps run install uninstall clean kernel vm-check vm-check-debug vm-campaign man-check guest-progs \
-	check-mutations-guest bench check-scripts check-fresh
+	check-mutations-guest bench check-scripts check-fresh libevent libevent-check
 
 all: lib $(PCFILE) tools tests
 
@@ -239,10 +239,26 @@ run: all
 # build/bench/{table.txt,results.csv,summary.md,*.png}.  BENCH_FLAGS:
 # --quick, --host-only, --guest-only, --report (redo the outputs from logs)
 BENCH_FLAGS ?=
-bench: DEPS_GROUPS = build guest bench
+bench: DEPS_GROUPS = build guest bench libevent memcached
 bench: deps
 	$(MAKE) all guest-progs
 	GUEST_B=$(GUEST_B) scripts/bench $(B) $(B)/bench $(BENCH_FLAGS)
+
+# ---- libevent with the uepoll backend (libevent/README.md) -------------------
+# make libevent: the pinned Debian source, libevent/series applied, CMake
+# builds (shared and static) in the cache.  make libevent-check: regress
+# and the test-* programs on the host (stock-epoll, uring, epoll; plain and
+# EVENT_DEBUG_MODE=1; the level-triggered switch must make them fail),
+# then in the guest (native, uring, epoll; static) unless VM_CHECK=0.
+libevent: DEPS_GROUPS = build libevent
+libevent: lib | deps
+	scripts/libevent build $(B)
+
+libevent-check: DEPS_GROUPS = build libevent $(if $(filter 0,$(VM_CHECK)),,guest)
+libevent-check: lib | deps
+	scripts/libevent check $(B)
+	@if [ "$(VM_CHECK)" = 0 ]; then echo "libevent guest check: skipped (VM_CHECK=0)"; \
+	else scripts/libevent guest-check $(B); fi
 
 # src/include/uepoll/uapi.h against what kernel/patches add to eventpoll.h
 check-uapi:
