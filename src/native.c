@@ -244,6 +244,8 @@ static int native_map(struct uepoll *u, struct native_priv *p, unsigned n)
 	return 0;
 }
 
+static int level_open(struct uepoll *u, struct native_priv *p);
+
 static int native_init(struct uepoll *u, unsigned n, unsigned flags)
 {
 	struct native_priv *p;
@@ -296,6 +298,17 @@ static int native_init(struct uepoll *u, unsigned n, unsigned flags)
 	u->nitems = n;
 	u->head = uepoll_hdr_read_once(&((struct epoll_uheader *)p->hmap)->head);
 	u->hdr = p->hmap;	/* last: enables the inline consumer */
+	/*
+	 * The level epoll now, while the process has a descriptor to give: a
+	 * level-triggered ADD must not fail with EMFILE where epoll_ctl()
+	 * never does (a server at its RLIMIT_NOFILE; libevent's listener and
+	 * DNS tests).  Closed again if the ring needs its slot (level_close()),
+	 * made again at the next level-triggered ADD; failing here is not
+	 * an error.
+	 */
+	pthread_mutex_lock(&p->lock);
+	(void)level_open(u, p);
+	pthread_mutex_unlock(&p->lock);
 	return 0;
 }
 
@@ -571,6 +584,49 @@ static int add_known(struct uepoll *u, struct native_priv *p, int w, int fd,
 }
 
 /*
+ * MOD of fd the map does not have.  Usually the ring answers (EBADF,
+ * EPERM, EINVAL, ENOENT in the kernel's order).  But a registration can
+ * outlive a DEL that failed: DEL of a closed fd answers EBADF and the map
+ * forgets it, yet epoll keeps the item while the file stays open through
+ * another descriptor (a dup); dup2() of that file onto the number makes
+ * the item valid again, an ADD answers EEXIST and epoll takes the MOD.
+ * So does this: the ring's or the level epoll's item, adopted by the map,
+ * then moved where ev puts it if it is elsewhere (libevent's dup_fd test:
+ * ADD -> EEXIST -> MOD must succeed).
+ */
+static int mod_lingering(struct uepoll *u, struct native_priv *p, int fd, struct epoll_event *ev)
+{
+	struct epoll_event e = *ev;
+	int w = IN_RING, ret;
+
+	e.events |= EPOLLET;
+	ret = kctl(u, u->fd, EPOLL_CTL_MOD, fd, &e);
+	if (ret == -ENOENT && p->lfd >= 0) {
+		ret = lr_reserve(p, fd);
+		if (ret)
+			return ret;
+		p->lr[fd].gen++;
+		e = level_event(p, fd, ev);
+		ret = kctl(u, p->lfd, EPOLL_CTL_MOD, fd, &e);
+		if (ret) {
+			p->lr[fd].gen--;
+			return ret;
+		}
+		w = IN_LEVEL;
+	}
+	if (ret)
+		return ret;
+	if (lr_reserve(p, fd) == 0)
+		added(p, w, fd, ev);
+	if (w == IN_LEVEL)
+		level_repoll(u, p);
+	if (where_of(ev) == w)
+		return 0;
+	ret = del_from(u, p, w, fd);
+	return ret ? ret : add_to(u, p, where_of(ev), fd, ev);
+}
+
+/*
  * ctl, caller holds p->lock.  Not registered: the ring answers MOD and DEL
  * (EBADF, EPERM, EINVAL, ENOENT in the kernel's order); ADD checks the
  * capacity after the kernel's other checks (the fstat() only then).  A
@@ -602,13 +658,8 @@ static int native_ctl_locked(struct uepoll *u, struct native_priv *p, int op, in
 		}
 		return add_to(u, p, where_of(ev), fd, ev);
 	case EPOLL_CTL_MOD:
-		if (cur < 0) {
-			struct epoll_event e = *ev;
-
-			e.events |= EPOLLET;
-			ret = kctl(u, u->fd, EPOLL_CTL_MOD, fd, &e);
-			return ret ? ret : -ENOENT;
-		}
+		if (cur < 0)
+			return mod_lingering(u, p, fd, ev);
 		if (cur == where_of(ev))
 			return mod_in(u, p, cur, fd, ev);
 		ret = del_from(u, p, cur, fd);

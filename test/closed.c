@@ -9,7 +9,8 @@
  *  - the number reused by another file: ADD takes it (0), and its events
  *    come with the new data, none with the old; MOD of a reused number
  *    not added again: ENOENT; DEL: ENOENT;
- *  - the same through uepoll_ctl_batch(); edge- and level-triggered.
+ *  - the same through uepoll_ctl_batch(); edge- and level-triggered;
+ *  - a registration that outlives its failed DEL (a dup): dup_round().
  */
 #include <sys/socket.h>
 #include "helpers.h"
@@ -111,6 +112,46 @@ static void round_(int batch, uint32_t mode)
 	CHECK_EQ(one_event(), 0);
 }
 
+/*
+ * A registration that outlives its failed DEL (libevent's dup_fd test):
+ * fd and dfd = dup(fd) registered, dfd closed, DEL of dfd: EBADF, yet
+ * epoll keeps that item (the file is still open through fd).  dup2(fd,
+ * dfd) makes it valid again: epoll answers ADD with EEXIST and takes the
+ * MOD.  A backend that let the registration go with the DEL (uring: the
+ * poll is cancelled) takes the ADD instead; either way the next step
+ * succeeds and dfd's events come with the new data.
+ */
+static void dup_round(uint32_t mode)
+{
+	struct epoll_event ev = { .events = EPOLLOUT | mode, .data.u64 = 8 };
+	int sv[2], dfd, ra, rb;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
+	dfd = dup(sv[0]);
+	CHECK(dfd >= 0);
+	CHECK_EQ(both(EPOLL_CTL_ADD, sv[0], EPOLLIN | mode, 1, 0), 0);
+	CHECK_EQ(both(EPOLL_CTL_ADD, dfd, EPOLLIN | mode, 7, 0), 0);
+	close(dfd);
+	CHECK_EQ(both(EPOLL_CTL_DEL, dfd, 0, 0, 0), -EBADF);
+	CHECK_EQ(dup2(sv[0], dfd), dfd);
+	ra = epoll_ctl(ep, EPOLL_CTL_ADD, dfd, &ev) < 0 ? -errno : 0;
+	CHECK_EQ(ra, -EEXIST);
+	CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_MOD, dfd, &ev), 0);
+	rb = uepoll_ctl(&u, EPOLL_CTL_ADD, dfd, &ev);
+	if (rb == -EEXIST)
+		rb = uepoll_ctl(&u, EPOLL_CTL_MOD, dfd, &ev);
+	CHECK_EQ(rb, 0);
+	CHECK_EQ(one_event(), 8);	/* writable: OUT with the new data */
+	if (!(mode & EPOLLET))
+		CHECK_EQ(one_event(), 8);
+	CHECK_EQ(both(EPOLL_CTL_DEL, dfd, 0, 0, 0), 0);
+	CHECK_EQ(both(EPOLL_CTL_DEL, sv[0], 0, 0, 0), 0);
+	close(dfd);
+	close(sv[0]);
+	close(sv[1]);
+	CHECK_EQ(one_event(), 0);
+}
+
 int main(void)
 {
 	int fds0 = count_fds(), batch, caps;
@@ -126,6 +167,9 @@ int main(void)
 		if (lt)
 			round_(batch, 0);
 	}
+	dup_round(EPOLLET);
+	if (lt)
+		dup_round(0);
 	uepoll_exit(&u);
 	close(ep);
 	CHECK_EQ(count_fds(), fds0);
