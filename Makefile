@@ -177,22 +177,33 @@ check-valgrind: all
 check-mutations:
 	@test/mutations.sh
 
+# LIBEVENT_CHECK: 0 = skip make libevent-check in make check (it adds about
+# 12 minutes on the host and the guest runs after it)
+LIBEVENT_CHECK ?=
+
 # ---- guest part (kernel/ and vm/ are owned by the kernel and vm work) ----
 # VM_CHECK: empty = run the guest suite when kernel/build and vm/check
 # exist; 0 = never; 1 = always (fail if missing).
 VM_CHECK ?=
 
 check-host: DEPS_GROUPS = build check
-check: DEPS_GROUPS = build check $(if $(filter 0,$(VM_CHECK)),,guest)
+check: DEPS_GROUPS = build check $(if $(filter 0,$(VM_CHECK)),,guest) $(if $(filter 0,$(LIBEVENT_CHECK)),,libevent)
 check: check-host
 	@if [ "$(VM_CHECK)" = 0 ]; then echo "vm-check: skipped (VM_CHECK=0)"; \
 	elif [ -x kernel/build ] && [ -x vm/check ] || [ "$(VM_CHECK)" = 1 ]; then \
 		$(MAKE) vm-check || { scripts/last-failure "make check" guest; exit 1; }; \
 	else echo "vm-check: skipped (kernel/build or vm/check missing)"; fi
+	@if [ "$(LIBEVENT_CHECK)" = 0 ]; then echo "libevent-check: skipped (LIBEVENT_CHECK=0)"; \
+	else $(MAKE) libevent-check > $(B)/libevent-check.log 2>&1; rc=$$?; \
+		grep -a '^libevent ' $(B)/libevent-check.log > $(B)/libevent-summary.txt; \
+		if [ $$rc != 0 ]; then tail -40 $(B)/libevent-check.log; \
+			echo "make check: FAIL: make libevent-check (log $(B)/libevent-check.log)"; exit 1; fi; fi
 	@echo "== make check: host summary (plain pass; $$(uname -r)) =="
 	@sed -n '/^== summary/,$$p' $(B)/check-plain.log | tail -n +2
 	@if [ "$(VM_CHECK)" != 0 ] && [ -f build/vm/lib-summary-normal.txt ]; then \
 		sed -n '/^== summary/,$$p' build/vm/lib-summary-normal.txt; fi
+	@if [ "$(LIBEVENT_CHECK)" != 0 ]; then echo "== libevent (regress + test-*) =="; \
+		cat $(B)/libevent-summary.txt; fi
 
 kernel:
 	@kernel/build

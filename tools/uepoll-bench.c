@@ -74,6 +74,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -187,6 +189,7 @@ static const struct baseline {
 	const char *name, *what;
 } baselines[] = {
 	{ "epoll-lt", "plain level-triggered epoll without the library" },
+	{ "stock-epoll", "libevent's own epoll backend, same build (EVENT_NOUEPOLL)" },
 };
 #define NBASELINES (int)(sizeof(baselines) / sizeof(baselines[0]))
 
@@ -195,6 +198,18 @@ static int is_baseline(const char *b)
 	for (int i = 0; i < NBASELINES; i++)
 		if (!strcmp(b, baselines[i].name))
 			return 1;
+	return 0;
+}
+
+/* baseline b is one of those listed in `list` (comma separated; NULL: none) */
+static int in_list(const char *list, const char *b)
+{
+	size_t n = strlen(b);
+
+	for (const char *s = list; s && *s; s += strcspn(s, ",") + (s[strcspn(s, ",")] == ',')) {
+		if (!strncmp(s, b, n) && (s[n] == ',' || !s[n]))
+			return 1;
+	}
 	return 0;
 }
 
@@ -274,7 +289,8 @@ struct scenario {
 	int (*option)(int opt, const char *arg);	/* 0, or -1: bad option */
 	void (*setup)(struct bench *bn);		/* params, after the options */
 	run_fn run;
-	int baselines;			/* also runs baselines[] (default set) */
+	const char *baselines;		/* the baselines[] it runs too (comma list) */
+	const char *ratio_base;		/* ratio_vs_epoll against this (NULL: epoll) */
 	const struct metric *metrics;	/* up to MAXM, ended by { NULL } */
 	const char *summary_params;	/* regex: params in summary.md (NULL: all) */
 	const char *hide;		/* params words left out of labels (NULL) */
@@ -296,7 +312,8 @@ static void print_result(struct bench *bn, int p, int b, int m, int ep)
 	int n = 0, nr = 0;
 
 	for (int r = 0; r < R; r++) {
-		if (!bn->ok[p][b][r])
+		/* a metric a backend cannot measure is negative: no line */
+		if (!bn->ok[p][b][r] || bn->res[p][b][m][r] < 0)
 			continue;
 		v[n++] = bn->res[p][b][m][r];
 		if (ep >= 0 && bn->ok[p][ep][r] && bn->res[p][ep][m][r] > 0)
@@ -316,8 +333,11 @@ static void print_results(struct bench *bn)
 {
 	int ep = -1;
 
+	const char *base = bn->sc->ratio_base ? bn->sc->ratio_base :
+			   uepoll_backend_str(UEPOLL_BACKEND_EPOLL);
+
 	for (int b = 0; b < bn->nb; b++)
-		if (!strcmp(bn->be[b], uepoll_backend_str(UEPOLL_BACKEND_EPOLL)))
+		if (!strcmp(bn->be[b], base))
 			ep = b;
 	for (int p = 0; p < bn->np; p++)
 		for (int b = 0; b < bn->nb; b++)
@@ -1422,6 +1442,389 @@ static const struct metric tcp_metrics[] = {
 	{ NULL }
 };
 
+/* ---- 6. libevent: its bench_http, and memcached on it ------------------------------- */
+
+/*
+ * Programs built on libevent (make libevent: its bench_http server and
+ * bench_httpclient; Debian's memcached through LD_LIBRARY_PATH), run with
+ * the libevent of $UEPOLL_BENCH_LIBEVENT (the build's bin/; its lib/ next
+ * to it).  The server's backend: stock-epoll = libevent's own epoll
+ * backend (EVENT_NOUEPOLL=1), native/uring/epoll = the uepoll backend on
+ * that library backend (UEPOLL_BACKEND).  Load clients always run on
+ * stock epoll: only the server changes.  The server's event system calls:
+ * on the host, perf's syscall tracepoints on the server's threads (every
+ * backend alike); in the guest (no perf), the library's counters
+ * (UEPOLL_STATS lines at the server's end; none for stock-epoll).
+ */
+static const char *libevent_dir(void)
+{
+	const char *d = getenv("UEPOLL_BENCH_LIBEVENT");
+
+	if (!d || !*d)
+		fprintf(stderr, "%s: UEPOLL_BENCH_LIBEVENT (libevent's bin/, make libevent) is not set\n",
+			tool_prog);
+	return d && *d ? d : NULL;
+}
+
+/* in a child: the environment that makes a libevent program use backend be */
+static void libevent_env(const char *be)
+{
+	if (!strcmp(be, "stock-epoll")) {
+		setenv("EVENT_NOUEPOLL", "1", 1);
+		unsetenv("UEPOLL_BACKEND");
+	} else {
+		unsetenv("EVENT_NOUEPOLL");
+		setenv("UEPOLL_BACKEND", be, 1);
+	}
+	setenv("UEPOLL_STATS", "1", 1);
+	setenv("EVENT_SHOW_METHOD", "1", 1);
+	if (spin_opt >= 0) {
+		char b[24];
+
+		snprintf(b, sizeof(b), "%ld", spin_opt);
+		setenv("UEPOLL_SPIN", b, 1);
+	}
+}
+
+/* fork+exec argv for backend be, stdout and stderr to one pipe (*rfp) */
+static pid_t spawn_le(char *const argv[], const char *be, const char *libdir, FILE **rfp)
+{
+	int pfd[2];
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return perror("pipe"), -1;
+	pid = fork();
+	if (pid == 0) {
+		libevent_env(be);
+		if (libdir)
+			setenv("LD_LIBRARY_PATH", libdir, 1);
+		if (dup2(pfd[1], 1) < 0 || dup2(pfd[1], 2) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		printf("exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(pfd[1]);
+	if (pid < 0 || !(*rfp = fdopen(pfd[0], "r"))) {
+		perror(pid < 0 ? "fork" : "fdopen");
+		close(pfd[0]);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		return -1;
+	}
+	return pid;
+}
+
+/* the event system calls perf counts on the host */
+static const char perf_events[] =
+	"syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_ctl,"
+	"syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_poll,syscalls:sys_enter_ppoll,"
+	"syscalls:sys_enter_statx,syscalls:sys_enter_newfstat";
+
+/* perf stat on pid's threads into path; -1 where there is no perf (the guest) */
+static pid_t perf_start(pid_t pid, const char *path)
+{
+	char pidbuf[16];
+	char *argv[] = { (char *)"perf", (char *)"stat", (char *)"-x,", (char *)"-o", (char *)path,
+			 (char *)"-e", (char *)perf_events, (char *)"-p", pidbuf, NULL };
+	pid_t pp;
+
+	if (strcmp(env_label, "host"))
+		return -1;
+	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
+	pp = fork();
+	if (pp == 0) {
+		int nul = open("/dev/null", O_WRONLY);
+
+		if (nul >= 0)
+			dup2(nul, 2);
+		execvp("perf", argv);
+		_exit(127);
+	}
+	usleep(300000);	/* attached before the load starts */
+	return pp;
+}
+
+/* the sum of the counts perf wrote; -1 if it wrote none */
+static double perf_stop(pid_t pp, const char *path)
+{
+	char line[512];
+	double sum = -1;
+	FILE *f;
+
+	if (pp <= 0)
+		return -1;
+	kill(pp, SIGINT);
+	waitpid(pp, NULL, 0);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *end;
+		double v = strtod(line, &end);
+
+		if (end != line && *end == ',' && strstr(line, "syscalls:"))
+			sum = (sum < 0 ? 0 : sum) + v;
+	}
+	if (f)
+		fclose(f);
+	unlink(path);
+	return sum;
+}
+
+/*
+ * The server's first lines until `ready` appears: 0, or -1 (it ended, or
+ * its libevent did not pick the backend asked for).
+ */
+static int le_ready(FILE *sf, const char *be, const char *ready)
+{
+	char line[512], want[64];
+	int stock = !strcmp(be, "stock-epoll"), method = 0, lib = stock;
+
+	snprintf(want, sizeof(want), "uepoll backend: %s", be);
+	while (fgets(line, sizeof(line), sf)) {
+		if (strstr(line, "libevent using: "))
+			method = !!strstr(line, stock ? "using: epoll" : "using: uepoll");
+		if (strstr(line, want))
+			lib = 1;
+		if (strstr(line, ready))
+			break;
+	}
+	if (!method || !lib)
+		fprintf(stderr, "%s: the server did not run libevent's %s backend%s%s\n", tool_prog,
+			stock ? "epoll" : "uepoll", stock ? "" : " on the library's ", stock ? "" : be);
+	return method && lib ? 0 : -1;
+}
+
+/* SIGTERM the server, read to its end: the UEPOLL_STATS syscalls summed (-1: none) */
+static double le_stop(pid_t spid, FILE *sf, const char *be)
+{
+	char line[512];
+	double sys = -1;
+	int st;
+
+	kill(spid, SIGTERM);
+	while (fgets(line, sizeof(line), sf))
+		if (!strncmp(line, "uepoll-stats: ", 14))
+			sys = (sys < 0 ? 0 : sys) + kv(line + 14, "syscalls");
+	fclose(sf);
+	if (waitpid(spid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fprintf(stderr, "%s: server (%s) ended with status 0x%x\n", tool_prog, be, st);
+	return strcmp(be, "stock-epoll") ? sys : -1;
+}
+
+static long bh_requests = 20000;
+
+/* libevent's bench_httpclient: 200 connections, 20,000 HTTP/1.0 requests to :8080 */
+static int bh_client(const char *dir, double *rps, double *lat, double *errors)
+{
+	static char cli[PATH_MAX + 32];
+	char *argv[] = { cli, NULL }, line[512];
+	double n = 0, secs = 0;
+	FILE *cf;
+	pid_t pid;
+	int st;
+
+	snprintf(cli, sizeof(cli), "%s/bench_httpclient", dir);
+	pid = spawn_le(argv, "stock-epoll", NULL, &cf);
+	if (pid < 0)
+		return -1;
+	*errors = 0;
+	while (fgets(line, sizeof(line), cf)) {
+		if (strstr(line, " requests in ") && strstr(line, " sec. ("))
+			sscanf(line, "%lf requests in %lf sec. (%lf", &n, &secs, rps);
+		sscanf(line, "Each took about %lf msec", lat);
+		if (strstr(line, "Unexpected error") || strstr(line, "Can't launch"))
+			(*errors)++;
+	}
+	fclose(cf);
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fprintf(stderr, "%s: bench_httpclient: status 0x%x\n", tool_prog, st);
+	*errors += bh_requests - n;
+	return n > 0 ? 0 : -1;
+}
+
+/* bench_http (the server, backend be) and bench_httpclient */
+static int run_bench_http(const char *be, int p, double *out)
+{
+	static char srv[PATH_MAX + 32];
+	char *argv[] = { srv, (char *)"-p", (char *)"8080", NULL };
+	char perf_out[] = "/tmp/uepoll-bench-perf-XXXXXX";
+	const char *dir = libevent_dir();
+	double sys, psys;
+	FILE *sf;
+	pid_t spid, pp;
+	int r, tfd;
+
+	(void)p;
+	if (!dir)
+		return -1;
+	snprintf(srv, sizeof(srv), "%s/bench_http", dir);
+	spid = spawn_le(argv, be, NULL, &sf);
+	if (spid < 0)
+		return -1;
+	if (le_ready(sf, be, "Serving ") < 0) {
+		kill(spid, SIGKILL);
+		le_stop(spid, sf, be);
+		return -1;
+	}
+	tfd = mkstemp(perf_out);
+	if (tfd >= 0)
+		close(tfd);
+	pp = perf_start(spid, perf_out);
+	r = bh_client(dir, &out[0], &out[1], &out[2]);
+	psys = perf_stop(pp, perf_out);
+	sys = le_stop(spid, sf, be);
+	if (tfd >= 0)
+		unlink(perf_out);
+	if (psys >= 0)
+		sys = psys;
+	out[3] = sys >= 0 && r == 0 ? sys / (double)bh_requests : -1;
+	return r;
+}
+
+static int bh_option(int opt, const char *arg)
+{
+	(void)opt;
+	(void)arg;
+	return -1;
+}
+
+static void bh_setup(struct bench *bn)
+{
+	bn->np = 1;
+	snprintf(bn->params[0], sizeof(bn->params[0]), "conns=200;requests=%ld", bh_requests);
+}
+
+static const struct metric bh_metrics[] = {
+	{ "req_per_s", "req/s", HIGHER, 1, "ratio", 1 },
+	{ "lat_ms", "ms", LOWER, 1, "ratio", 2 },
+	{ "errors", "errors", LOWER, 1, NULL, 0 },
+	{ "event_syscalls_per_req", "syscalls/request", LOWER, 1, NULL, 0 },
+	{ NULL }
+};
+
+/* memcached (Debian's, threads T) driven by memcaslap for mc_seconds */
+static long mc_threads = 4, mc_conc = 64;
+static double mc_seconds = 5;
+
+static int mc_wait_port(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	for (int i = 0; i < 100; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+
+		if (fd >= 0)
+			close(fd);
+		if (ok)
+			return 0;
+		usleep(50000);
+	}
+	return -1;
+}
+
+/* memcaslap's result: ops/s (TPS) and the errors it reports */
+static int mc_client(int port, double *ops, double *errors)
+{
+	char srv[32], thr[16], conc[16], secs[24], line[512];
+	char *argv[] = { (char *)"/usr/bin/memcaslap", (char *)"-s", srv, (char *)"-T", thr,
+			 (char *)"-c", conc, (char *)"-t", secs, NULL };
+	FILE *cf;
+	pid_t pid;
+	int st;
+
+	snprintf(srv, sizeof(srv), "127.0.0.1:%d", port);
+	snprintf(thr, sizeof(thr), "2");
+	snprintf(conc, sizeof(conc), "%ld", mc_conc);
+	snprintf(secs, sizeof(secs), "%gs", mc_seconds);
+	pid = spawn_le(argv, "stock-epoll", NULL, &cf);
+	if (pid < 0)
+		return -1;
+	*ops = -1;
+	*errors = 0;
+	while (fgets(line, sizeof(line), cf)) {
+		const char *t = strstr(line, "TPS: ");
+
+		if (!strncmp(line, "Run time: ", 10) && t)
+			*ops = strtod(t + 5, NULL);
+		if (strstr(line, "error") || strstr(line, "failed"))
+			(*errors)++;
+	}
+	fclose(cf);
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fprintf(stderr, "%s: memcaslap: status 0x%x\n", tool_prog, st);
+	return *ops > 0 ? 0 : -1;
+}
+
+static int run_memcached(const char *be, int p, double *out)
+{
+	static char libdir[PATH_MAX];
+	char port_s[16], thr[16], perf_out[] = "/tmp/uepoll-bench-perf-XXXXXX";
+	char *argv[] = { (char *)"/usr/bin/memcached", (char *)"-l", (char *)"127.0.0.1", (char *)"-p",
+			 port_s, (char *)"-U", (char *)"0", (char *)"-t", thr, (char *)"-u", (char *)"root",
+			 (char *)"-m", (char *)"256", NULL };
+	const char *dir = libevent_dir();
+	int port = 20000 + (int)(getpid() % 20000), r = -1, tfd;
+	double psys, ops = 0;
+	FILE *sf;
+	pid_t spid, pp;
+
+	(void)p;
+	if (!dir)
+		return -1;
+	snprintf(libdir, sizeof(libdir), "%s/../lib", dir);
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	snprintf(thr, sizeof(thr), "%ld", mc_threads);
+	spid = spawn_le(argv, be, libdir, &sf);
+	if (spid < 0)
+		return -1;
+	if (mc_wait_port(port) == 0) {
+		tfd = mkstemp(perf_out);
+		if (tfd >= 0)
+			close(tfd);
+		pp = perf_start(spid, perf_out);
+		r = mc_client(port, &ops, &out[1]);
+		psys = perf_stop(pp, perf_out);
+		out[0] = ops;
+		out[2] = psys >= 0 && ops > 0 ? psys / (ops * mc_seconds) : -1;
+	}
+	kill(spid, SIGTERM);
+	/* its backend: libevent prints the method for every base it makes */
+	if (le_ready(sf, be, "\001never\001") < 0)
+		r = -1;
+	fclose(sf);
+	waitpid(spid, NULL, 0);
+	return r;
+}
+
+static int mc_option(int opt, const char *arg)
+{
+	switch (opt) {
+	case 't': mc_threads = tool_parse_long(arg, 1, 64); return 0;
+	case 'c': mc_conc = tool_parse_long(arg, 1, 4096); return 0;
+	case 'd': mc_seconds = tool_parse_double(arg, 0.5, 600); return 0;
+	}
+	return -1;
+}
+
+static void mc_setup(struct bench *bn)
+{
+	bn->np = 1;
+	snprintf(bn->params[0], sizeof(bn->params[0]), "threads=%ld;conc=%ld;seconds=%g",
+		 mc_threads, mc_conc, mc_seconds);
+}
+
+static const struct metric mc_metrics[] = {
+	{ "ops_per_s", "ops/s", HIGHER, 1, "ratio", 1 },
+	{ "errors", "errors", LOWER, 1, NULL, 0 },
+	{ "event_syscalls_per_op", "syscalls/op", LOWER, 1, NULL, 0 },
+	{ NULL }
+};
+
 /* ---- the scenario table ------------------------------------------------------------ */
 
 /*
@@ -1480,7 +1883,7 @@ static const struct scenario scenarios[] = {
 		.title = "4. TCP: single-threaded HTTP/1.0 server, 200 connections",
 		.chart_title = "4. TCP: HTTP/1.0 server, 200 connections",
 		.option = tcp_option, .setup = tcp_setup, .run = run_tcp, .metrics = tcp_metrics,
-		.baselines = 1,
+		.baselines = "epoll-lt",
 		.note = "req_per_s and lat_p99_ms from the load client (a separate process); the "
 			"server's wait and ctl system calls per 1000 requests; event_syscalls_per_req = "
 			"the server's wait + ctl + level-triggered re-check system calls per request "
@@ -1504,6 +1907,38 @@ static const struct scenario scenarios[] = {
 		.host_quick = { { "-R 2 -f 100 -d 0.5 -S 0,256,4096" } },
 		.guest = { { "-R 3 -f 100 -d 3 -S 0,64,256,1024,4096", 900 } },
 		.guest_quick = { { "-R 2 -f 100 -d 0.5 -S 0,256,4096", 300 } },
+	}, {
+		.name = "bench_http", .opts = "", .usage = "(UEPOLL_BENCH_LIBEVENT=libevent's bin/)",
+		.title = "6. libevent bench_http: its server, 200 connections x 20,000 HTTP/1.0 requests",
+		.chart_title = "6. libevent bench_http (ratio to stock libevent epoll)",
+		.option = bh_option, .setup = bh_setup, .run = run_bench_http, .metrics = bh_metrics,
+		.baselines = "stock-epoll", .ratio_base = "stock-epoll",
+		.note = "libevent's test/bench_http server on port 8080 (backend: stock-epoll = "
+			"libevent's epoll backend, EVENT_NOUEPOLL; native/uring/epoll = the uepoll "
+			"backend on that library backend) and its bench_httpclient (always stock epoll); "
+			"ratio_vs_epoll is against stock-epoll.  req_per_s and lat_ms from the client; "
+			"errors = failed or missing requests; event_syscalls_per_req = the server's "
+			"epoll_wait/epoll_pwait/epoll_ctl/io_uring_enter/poll/ppoll/statx/fstat calls per "
+			"request: perf's syscall tracepoints on the host, the library's counters "
+			"(UEPOLL_STATS) in the guest, where stock-epoll has none.",
+		.host = { { "-R 5" } },
+		.host_quick = { { "-R 2" } },
+		.guest = { { "-R 3", 1800 } },
+		.guest_quick = { { "-R 1", 900 } },
+	}, {
+		.name = "memcached", .opts = "t:c:d:",
+		.usage = "[-t server threads] [-c concurrency] [-d seconds] (UEPOLL_BENCH_LIBEVENT)",
+		.title = "7. memcached (Debian's) on libevent, memcaslap load",
+		.chart_title = "7. memcached on libevent (ratio to stock libevent epoll)",
+		.option = mc_option, .setup = mc_setup, .run = run_memcached, .metrics = mc_metrics,
+		.baselines = "stock-epoll", .ratio_base = "stock-epoll",
+		.note = "Debian's memcached 1.6 with the libevent of make libevent (LD_LIBRARY_PATH; "
+			"stock-epoll = its epoll backend) and memcaslap -T 2 -c CONC -t SECONDS (its "
+			"default mix, 90% get / 10% set); ratio_vs_epoll is against stock-epoll.  "
+			"ops_per_s = memcaslap's TPS; errors = its error lines; event_syscalls_per_op = "
+			"the server's event system calls (perf, as bench_http) per operation.  Host only.",
+		.host = { { "-R 5 -t 4 -c 64 -d 5" } },
+		.host_quick = { { "-R 2 -t 4 -c 64 -d 2" } },
 	},
 };
 #define NSCENARIOS (int)(sizeof(scenarios) / sizeof(scenarios[0]))
@@ -1551,8 +1986,9 @@ static void backend_list(const struct scenario *sc, char *buf, size_t size)
 	buf[0] = 0;
 	for (int i = 0; (b = tool_backend_name(i)); i++)
 		len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? "," : "", b);
-	for (int i = 0; sc->baselines && i < NBASELINES && len < size; i++)
-		len += (size_t)snprintf(buf + len, size - len, ",%s", baselines[i].name);
+	for (int i = 0; i < NBASELINES && len < size; i++)
+		if (in_list(sc->baselines, baselines[i].name))
+			len += (size_t)snprintf(buf + len, size - len, ",%s", baselines[i].name);
 }
 
 static void describe_sets(const struct scenario *sc, const char *env, const char *size,
@@ -1619,7 +2055,7 @@ static void pick_listed(struct bench *bn, const char *blist)
 		usage();
 	strcpy(buf, blist);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		int base = bn->sc->baselines && is_baseline(tok);
+		int base = in_list(bn->sc->baselines, tok);
 
 		if ((!base && (tool_backend(tok, &flags) || flags == UEPOLL_BACKEND_AUTO)) || bn->nb == MAXB) {
 			fprintf(stderr, "%s: bad backend '%s'\n", tool_prog, tok);
@@ -1642,8 +2078,9 @@ static void pick_all(struct bench *bn)
 	for (int i = 0; (b = tool_backend_name(i)) && bn->nb < MAXB; i++)
 		if (!tool_backend(b, &flags) && !tool_backend_probe(flags))
 			bn->be[bn->nb++] = b;
-	for (int i = 0; bn->sc->baselines && i < NBASELINES && bn->nb < MAXB; i++)
-		bn->be[bn->nb++] = baselines[i].name;
+	for (int i = 0; i < NBASELINES && bn->nb < MAXB; i++)
+		if (in_list(bn->sc->baselines, baselines[i].name))
+			bn->be[bn->nb++] = baselines[i].name;
 }
 
 /* the common options and the scenario's own */
