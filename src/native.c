@@ -22,7 +22,7 @@
  *
  * Level-triggered registrations (no EPOLLET; the kernel ring reports edges
  * only, uepoll(7)) live in a plain epoll instance of their own, the level
- * epoll, created at the first one and registered in the ring
+ * epoll, created at init (an ADD must not meet EMFILE) and registered in the ring
  * (EPOLLIN | EPOLLET, data UEPOLL_LEVEL_DATA): epoll keeps them ready and
  * polls them at its epoll_wait(), exactly as epoll(7) has it.  The ring
  * entry of the level epoll says "it had a wake-up"; the inline harvest
@@ -398,7 +398,7 @@ static void lr_unreport(struct native_priv *p, int fd)
 	l->stamp = 0;
 }
 
-/* the level epoll, created and put in the ring at its first registration */
+/* the level epoll, created and put in the ring (at init; again after level_close()) */
 static int level_open(struct uepoll *u, struct native_priv *p)
 {
 	struct epoll_event e = { .events = EPOLLIN | EPOLLET, .data.u64 = UEPOLL_LEVEL_DATA };
