@@ -30,19 +30,33 @@
 #endif
 #include <errno.h>
 #include <liburing.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include "internal.h"
 
 enum { AUX_UNTRIED, AUX_READY, AUX_OFF };
+
+/* user_data of the sleep's poll (__uepoll_aux_epoll_ctl() with a sleep):
+ * above any index into res[] */
+#define UD_SLEEP	(~0ull)
+#define UD_CANCEL	(~0ull - 1)	/* the cancel of an epoll wait */
+
+/* Linux 6.15; liburing 2.3's header predates it */
+#define UEPOLL_OP_EPOLL_WAIT	59
 
 struct uepoll_aux {
 	pthread_mutex_t lock;
 	int state;		/* AUX_* */
 	int can_ctl;		/* IORING_OP_EPOLL_CTL supported */
 	int can_statx;		/* IORING_OP_STATX supported */
+	int can_poll;		/* IORING_OP_POLL_ADD supported */
+	int armed;		/* the sleep's request is in the kernel, not completed */
+	int nev;		/* ... its result: an epoll wait's events, -errno */
+	int can_epoll_wait;	/* IORING_OP_EPOLL_WAIT supported */
 	struct io_uring ring;
 	struct statx *stx;	/* UEPOLL_AUX_MAX buffers */
 };
@@ -63,6 +77,7 @@ static void aux_off(struct uepoll_aux *a)
 	free(a->stx);
 	a->stx = NULL;
 	a->state = AUX_OFF;
+	a->armed = 0;
 }
 
 void __uepoll_aux_free(struct uepoll_aux *a)
@@ -100,6 +115,8 @@ static int aux_ready(struct uepoll *u, struct uepoll_aux *a)
 	if (probe) {
 		a->can_ctl = io_uring_opcode_supported(probe, IORING_OP_EPOLL_CTL);
 		a->can_statx = io_uring_opcode_supported(probe, IORING_OP_STATX);
+		a->can_poll = io_uring_opcode_supported(probe, IORING_OP_POLL_ADD);
+		a->can_epoll_wait = io_uring_opcode_supported(probe, UEPOLL_OP_EPOLL_WAIT);
 		io_uring_free_probe(probe);
 	}
 	if (!a->can_ctl && !a->can_statx)
@@ -108,28 +125,49 @@ static int aux_ready(struct uepoll *u, struct uepoll_aux *a)
 }
 
 /*
- * Submit the cnt requests queued (user_data: their index in res[], below
- * nres) and reap their completions into res[]: one io_uring_enter()
- * unless interrupted.  Returns how many the kernel took, the first ones;
- * when that is not all of them the ring is dropped (the rest never runs).
- * A wait that fails for good (a broken ring) leaves its error in the res[]
- * of the requests taken but not reaped: their outcome is unknown.
+ * One completion of the helper ring into res[] (its user_data an index
+ * below nres) or, the sleep's request (UD_SLEEP), into a->armed/nev; 1 if
+ * it was one of res[].
  */
-static unsigned aux_flush(struct uepoll *u, struct uepoll_aux *a, int *res,
-			  unsigned cnt, unsigned nres)
+static int aux_cqe(struct uepoll_aux *a, const struct io_uring_cqe *cqe, int *res, unsigned nres)
+{
+	if (cqe->user_data == UD_SLEEP) {
+		a->armed = 0;
+		a->nev = cqe->res;
+		return 0;
+	}
+	if (cqe->user_data == UD_CANCEL)
+		return 0;
+	if (res && cqe->user_data < nres)
+		res[cqe->user_data] = cqe->res;
+	return 1;
+}
+
+/* the completions already in the CQ (a cancel's, never one of res[]) */
+static void aux_drain(struct uepoll_aux *a)
 {
 	struct io_uring_cqe *cqe;
-	unsigned sub, got, tries = 0, i;
+
+	while (io_uring_peek_cqe(&a->ring, &cqe) == 0) {
+		aux_cqe(a, cqe, NULL, 0);
+		io_uring_cqe_seen(&a->ring, cqe);
+	}
+}
+
+/*
+ * Reap the completions of `sub` requests taken (into res[]), waiting for
+ * those not posted yet; a sleep's poll that completes meanwhile is noted,
+ * not counted.  A wait that fails for good (a broken ring) drops the
+ * ring and leaves -EIO in the res[] not reaped: their outcome is unknown.
+ */
+static void aux_reap(struct uepoll *u, struct uepoll_aux *a, int *res, unsigned nres,
+		     unsigned sub)
+{
+	struct io_uring_cqe *cqe;
+	unsigned got = 0;
 	int r;
 
-	do {
-		STAT_SYS(u);
-		r = io_uring_submit_and_wait(&a->ring, cnt);
-	} while ((r == -EINTR || r == -EAGAIN) && ++tries < 8);
-	sub = r > 0 ? (unsigned)r : 0;
-	for (i = 0; i < nres; i++)
-		res[i] = -EIO;
-	for (got = 0; got < sub; got++) {
+	while (got < sub) {
 		while (io_uring_peek_cqe(&a->ring, &cqe) != 0) {
 			STAT_SYS(u);
 			r = io_uring_wait_cqe(&a->ring, &cqe);
@@ -137,13 +175,35 @@ static unsigned aux_flush(struct uepoll *u, struct uepoll_aux *a, int *res,
 				break;
 			if (r != -EINTR && r != -EAGAIN && r != -ETIME) {
 				aux_off(a);
-				return sub;
+				return;
 			}
 		}
-		if (cqe->user_data < nres)
-			res[cqe->user_data] = cqe->res;
+		got += (unsigned)aux_cqe(a, cqe, res, nres);
 		io_uring_cqe_seen(&a->ring, cqe);
 	}
+}
+
+/*
+ * Submit the cnt requests queued (user_data: their index in res[], below
+ * nres) and reap their completions into res[]: one io_uring_enter()
+ * unless interrupted.  Returns how many the kernel took, the first ones;
+ * when that is not all of them the ring is dropped (the rest never runs).
+ */
+static unsigned aux_flush(struct uepoll *u, struct uepoll_aux *a, int *res,
+			  unsigned cnt, unsigned nres)
+{
+	unsigned sub, tries = 0, i;
+	int r;
+
+	aux_drain(a);
+	do {
+		STAT_SYS(u);
+		r = io_uring_submit_and_wait(&a->ring, cnt);
+	} while ((r == -EINTR || r == -EAGAIN) && ++tries < 8);
+	sub = r > 0 ? (unsigned)r : 0;
+	for (i = 0; i < nres; i++)
+		res[i] = -EIO;
+	aux_reap(u, a, res, nres, sub);
 	if (sub < cnt)
 		aux_off(a);
 	return sub;
@@ -158,23 +218,190 @@ static int plain_ctl(struct uepoll *u, const struct uepoll_aux_ctl *c)
 	return epoll_ctl(c->epfd, c->op, c->fd, c->op == EPOLL_CTL_DEL ? NULL : &ev) < 0 ? -errno : 0;
 }
 
+/*
+ * Queue the run's epoll_ctl()s, user_data their index, each hard-linked
+ * to the next; with sleep, each linked to the next request queued after
+ * it too (the sleep's), an ADD or MOD by a plain link (aux_sleep()).
+ */
+static void aux_queue_ctls(struct uepoll_aux *a, const struct uepoll_aux_ctl *c, unsigned n,
+			   int sleep)
+{
+	struct io_uring_sqe *sqe;
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		sqe = io_uring_get_sqe(&a->ring);
+
+		/* read at submission (the kernel copies the event) */
+		io_uring_prep_epoll_ctl(sqe, c[i].epfd, c[i].fd, c[i].op,
+					(struct epoll_event *)&c[i].ev);
+		io_uring_sqe_set_data64(sqe, i);
+		if (sleep && c[i].op != EPOLL_CTL_DEL)
+			sqe->flags |= IOSQE_IO_LINK;
+		else if (sleep || i + 1 < n)
+			sqe->flags |= IOSQE_IO_HARDLINK;
+	}
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * An epoll wait still holds the caller's buffer: cancel it and reap its
+ * completion (the events it took meanwhile, or -ECANCELED) into a->nev.
+ */
+static void aux_cancel_wait(struct uepoll *u, struct uepoll_aux *a)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&a->ring);
+	struct io_uring_cqe *cqe;
+	int r;
+
+	io_uring_prep_cancel64(sqe, UD_SLEEP, 0);
+	io_uring_sqe_set_data64(sqe, UD_CANCEL);
+	STAT_SYS(u);
+	io_uring_submit(&a->ring);
+	while (a->armed) {
+		if (io_uring_peek_cqe(&a->ring, &cqe) != 0) {
+			STAT_SYS(u);
+			r = io_uring_wait_cqe(&a->ring, &cqe);
+			if (r == -EINTR || r == -EAGAIN || r == -ETIME)
+				continue;
+			if (r) {
+				aux_off(a);	/* (never seen: a broken ring) */
+				return;
+			}
+		}
+		aux_cqe(a, cqe, NULL, 0);
+		io_uring_cqe_seen(&a->ring, cqe);
+	}
+}
+
+/*
+ * The sleep's request, linked after the last ctl: a single-shot poll of
+ * sl->fd for POLLIN (sl->evs NULL), or an IORING_OP_EPOLL_WAIT of the
+ * epoll instance sl->fd into sl->evs (a wait that finds nothing is
+ * retried by io_uring when the instance wakes it).
+ */
+static void aux_queue_sleep(struct uepoll_aux *a, const struct uepoll_aux_sleep *sl)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&a->ring);
+
+	if (sl->evs)
+		io_uring_prep_rw(UEPOLL_OP_EPOLL_WAIT, sqe, sl->fd, sl->evs, (unsigned)sl->max, 0);
+	else
+		io_uring_prep_poll_add(sqe, sl->fd, POLLIN);
+	io_uring_sqe_set_data64(sqe, UD_SLEEP);
+	a->armed = 1;
+}
+
+/*
+ * The ctls that a failed ADD or MOD cancelled (-ECANCELED: no epoll_ctl()
+ * answers that), in order, as a batch without a sleep.
+ */
+static void aux_rerun(struct uepoll *u, struct uepoll_aux *a, const struct uepoll_aux_ctl *c,
+		      int *res, unsigned n)
+{
+	struct uepoll_aux_ctl q[UEPOLL_AUX_MAX];
+	int r[UEPOLL_AUX_MAX];
+	unsigned idx[UEPOLL_AUX_MAX], i, k = 0, done = 0;
+
+	for (i = 0; i < n; i++)
+		if (res[i] == -ECANCELED) {
+			idx[k] = i;
+			q[k++] = c[i];
+		}
+	if (k > 1 && a->state == AUX_READY) {
+		aux_queue_ctls(a, q, k, 0);
+		done = aux_flush(u, a, r, k, k);
+	}
+	for (i = done; i < k; i++)
+		r[i] = plain_ctl(u, &q[i]);
+	for (i = 0; i < k; i++)
+		res[idx[i]] = r[i];
+}
+
+/*
+ * The run c[0..n) and the sleep sl in one io_uring_enter(): the ctls, in
+ * order, and linked after them the sleep's request (aux_queue_sleep()).
+ * A DEL is hard-linked to what follows, an ADD or a MOD linked: one that
+ * fails cancels the rest of the chain, sleep included (the caller may
+ * want to redo it before sleeping: uepoll_ctl_wait(3)), and the ctls it
+ * cancelled run afterwards, as a batch (aux_rerun()).  The enter waits
+ * for n + 1 completions or until the timeout.  The request never
+ * outlives the call: one still pending then (timeout, signal) is
+ * cancelled (aux_cancel_wait(); an epoll wait writes into the caller's
+ * memory), and what an epoll wait took meanwhile is returned all the
+ * same.  How the wait ended: completed or the time is up (1), cancelled
+ * by a failed change (0), or a signal (-EINTR: the kernel answers an
+ * enter that submitted with the count it submitted, so the clock tells).
+ * Returns how many ctls the kernel took, the first ones (fewer: the ring
+ * is dropped, sl->ret 0).
+ */
+static unsigned aux_sleep(struct uepoll *u, struct uepoll_aux *a, const struct uepoll_aux_ctl *c,
+			  int *res, unsigned n, struct uepoll_aux_sleep *sl)
+{
+	/* "no limit": a day; the caller's loop sleeps again after it */
+	int64_t ms = sl->timeout_ms >= 0 ? sl->timeout_ms : 86400000, t0;
+	struct __kernel_timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 };
+	struct io_uring_cqe *cqe;
+	unsigned queued, sub, taken, got = 0, i;
+
+	aux_drain(a);
+	a->nev = -ECANCELED;
+	aux_queue_ctls(a, c, n, 1);
+	aux_queue_sleep(a, sl);
+	queued = io_uring_sq_ready(&a->ring);
+	for (i = 0; i < n; i++)
+		res[i] = -EIO;
+	t0 = mono_ms();
+	STAT_SYS(u);
+	io_uring_submit_and_wait_timeout(&a->ring, &cqe, n + 1, &ts, NULL);
+	sub = queued - io_uring_sq_ready(&a->ring);
+	if (sub < queued)
+		a->armed = 0;	/* (queued last: not taken) */
+	taken = sub < n ? sub : n;
+	while (io_uring_peek_cqe(&a->ring, &cqe) == 0) {
+		got += (unsigned)aux_cqe(a, cqe, res, n);
+		io_uring_cqe_seen(&a->ring, cqe);
+	}
+	if (got < taken)	/* a ctl punted to a worker: it ends soon */
+		aux_reap(u, a, res, n, taken - got);
+	if (sub < queued)
+		sl->ret = 0;
+	else if (a->nev == -ECANCELED && !a->armed)
+		sl->ret = 0;	/* a failed change cancelled it */
+	else if (!a->armed || mono_ms() - t0 >= ms)
+		sl->ret = 1;
+	else
+		sl->ret = -EINTR;
+	if (a->armed && a->state == AUX_READY)
+		aux_cancel_wait(u, a);
+	sl->nev = a->nev > 0 && sl->evs ? a->nev : 0;
+	if (sub < queued)
+		aux_off(a);
+	aux_rerun(u, a, c, res, taken);
+	return taken;
+}
+
 void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a,
-			    const struct uepoll_aux_ctl *c, int *res, unsigned n)
+			    const struct uepoll_aux_ctl *c, int *res, unsigned n,
+			    struct uepoll_aux_sleep *sl)
 {
 	unsigned i, done = 0;
 
 	pthread_mutex_lock(&a->lock);
-	if (n > 1 && aux_ready(u, a) && a->can_ctl) {
-		for (i = 0; i < n; i++) {
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&a->ring);
-
-			/* read at submission (the kernel copies the event) */
-			io_uring_prep_epoll_ctl(sqe, c[i].epfd, c[i].fd, c[i].op,
-						(struct epoll_event *)&c[i].ev);
-			io_uring_sqe_set_data64(sqe, i);
-			if (i + 1 < n)
-				sqe->flags |= IOSQE_IO_HARDLINK;
-		}
+	if (sl)
+		sl->ret = 0;
+	if (sl && n < UEPOLL_AUX_MAX - 1 && aux_ready(u, a) && a->can_ctl &&
+	    (sl->evs ? a->can_epoll_wait : a->can_poll)) {
+		done = aux_sleep(u, a, c, res, n, sl);
+	} else if (n > 1 && aux_ready(u, a) && a->can_ctl) {
+		aux_queue_ctls(a, c, n, 0);
 		done = aux_flush(u, a, res, n, n);
 		/* the kernel took the first `done`: a chain that broke there
 		 * ran them in order; the rest never ran */

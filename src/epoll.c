@@ -172,17 +172,20 @@ static unsigned ep_run(struct uepoll *u, struct ep_priv *p, struct uepoll_change
  * order as ep_ctl() applies each; a change a run stopped at (capacity,
  * memory) is applied alone, as ep_ctl() does.
  */
-static int ep_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
+static int ep_batch_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned n,
+			  struct uepoll_aux_sleep *sl)
 {
 	struct ep_priv *p = u->priv;
 	struct uepoll_aux_ctl q[UEPOLL_AUX_MAX];
 	unsigned qi[UEPOLL_AUX_MAX], i = 0, k, nq, run;
 	int res[UEPOLL_AUX_MAX];
 
+	if (sl)
+		sl->ret = 0;
 	pthread_mutex_lock(&p->lock);
 	while (i < n) {
 		run = ep_run(u, p, ch + i, n - i, q, qi, &nq);
-		__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq);
+		__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, i + run == n ? sl : NULL);
 		for (k = 0; k < nq; k++) {
 			int known = fdmap_get(&p->map, q[k].fd) >= 0;
 
@@ -203,6 +206,39 @@ static int ep_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 	}
 	pthread_mutex_unlock(&p->lock);
 	return 0;
+}
+
+static int ep_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
+{
+	return ep_batch_sleep(u, ch, n, NULL);
+}
+
+/*
+ * uepoll_ctl_wait(): where the kernel has IORING_OP_EPOLL_WAIT (6.15),
+ * the changes and an epoll_wait() of the instance are one
+ * io_uring_enter() (batch.c), with epoll's own semantics, level-triggered
+ * included: the wait runs after the ctls.  Elsewhere (sl.ret 0) the
+ * changes went as a batch, and uepoll_wait() follows.
+ */
+static int ep_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned n,
+			struct epoll_event *evs, int max, int timeout_ms)
+{
+	struct uepoll_aux_sleep sl = {
+		.fd = u->fd, .timeout_ms = timeout_ms, .evs = evs, .max = max,
+	};
+	int ret = ep_batch_sleep(u, ch, n, &sl);
+
+	if (ret < 0)
+		return ret;
+	if (!sl.ret)
+		return 0;
+	HSTAT(u, harvests, 1);
+	HSTAT(u, sleeps, 1);
+	if (sl.nev > 0) {
+		HSTAT(u, events, (uint64_t)sl.nev);
+		return sl.nev;
+	}
+	return sl.ret < 0 ? sl.ret : 0;
 }
 
 static int ep_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms)
@@ -236,6 +272,7 @@ const struct uepoll_ops __uepoll_epoll_ops __hidden = {
 	.exit = ep_exit,
 	.ctl = ep_ctl,
 	.batch = ep_batch,
+	.ctl_sleep = ep_ctl_sleep,
 	.harvest = ep_harvest,
 	.wait = ep_wait,
 };

@@ -36,6 +36,9 @@ struct uepoll_ops {
 	unsigned caps;			/* UEPOLL_CAP_*: uepoll_backend_caps() */
 	/* 0 if usable in this process, else -errno (the error init would give) */
 	int (*probe)(void);
+	/* optional: 0 if the automatic choice may take it where probe
+	 * succeeds, 1 if it passes it over (uepoll.c, auto_probe()) */
+	int (*pass_over)(void);
 	int (*init)(struct uepoll *u, unsigned n, unsigned flags);
 	void (*exit)(struct uepoll *u);
 	int (*ctl)(struct uepoll *u, int op, int fd, struct epoll_event *ev);
@@ -58,6 +61,15 @@ struct uepoll_ops {
 	/* optional: may the ring have something to harvest?  No system call;
 	 * what uepoll_wait() spins on.  NULL: the backend cannot spin (epoll) */
 	int (*ready)(struct uepoll *u);
+	/* optional: uepoll_ctl_wait(3)'s first step, timeout_ms != 0: apply
+	 * the n > 0 changes as batch would and sleep as sleep would, in one
+	 * system call where it can.  > 0: that many events in evs (done); 0:
+	 * the changes applied, uepoll_wait() follows for the rest of the
+	 * timeout (it harvests first); -EINTR: the changes applied and a
+	 * signal ended the sleep; other -errno as batch (nothing applied).
+	 * NULL: batch, then uepoll_wait() */
+	int (*ctl_sleep)(struct uepoll *u, struct uepoll_change *ch, unsigned n,
+			 struct epoll_event *evs, int max, int timeout_ms);
 	/* optional: harvest+sleep in one call (epoll), NULL = generic loop */
 	int (*wait)(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
 };
@@ -126,11 +138,33 @@ struct uepoll_aux_ctl {
 	int fd;
 	struct epoll_event ev;
 };
+/*
+ * A sleep to ride on a run of epoll_ctl()s (uepoll_ctl_wait(3)), in the
+ * run's own io_uring_enter(), until fd is readable (evs NULL; native: the
+ * uepoll fd, readable while its ring has entries) or, evs set, until the
+ * epoll instance fd has events, stored in evs (at most max, nev of them:
+ * IORING_OP_EPOLL_WAIT, Linux 6.15), or timeout_ms passes (-1: no limit).
+ * ret: 1 it slept (woke, or the time is up), -EINTR a signal ended it
+ * (an epoll wait's events are in evs all the same), 0 it could not (no
+ * io_uring, no such operation, UEPOLL_BATCH=loop, a run of
+ * UEPOLL_AUX_MAX - 1 or more): the run was applied as without it and the
+ * caller sleeps its own way.
+ */
+struct uepoll_aux_sleep {
+	int fd;
+	int timeout_ms;
+	struct epoll_event *evs;
+	int max;
+	int ret;
+	int nev;
+};
 struct uepoll_aux *__uepoll_aux_new(void) __hidden;
 void __uepoll_aux_free(struct uepoll_aux *a) __hidden;
-/* res[i] = epoll_ctl(c[i].epfd, c[i]...) ? -errno : 0, in order, n <= UEPOLL_AUX_MAX */
+/* res[i] = epoll_ctl(c[i].epfd, c[i]...) ? -errno : 0, in order, n <= UEPOLL_AUX_MAX;
+ * then the sleep sl, if not NULL, in the same system call where it can */
 void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a,
-			    const struct uepoll_aux_ctl *c, int *res, unsigned n) __hidden;
+			    const struct uepoll_aux_ctl *c, int *res, unsigned n,
+			    struct uepoll_aux_sleep *sl) __hidden;
 /* kind[i] = __uepoll_fd_kind(fds[i]), id[i] its identity; fds[i] < 0:
  * untouched; n <= UEPOLL_AUX_MAX */
 void __uepoll_aux_fd_kinds(struct uepoll *u, struct uepoll_aux *a, const int *fds,

@@ -767,9 +767,14 @@ static unsigned native_run(struct uepoll *u, struct native_priv *p, struct uepol
  * epoll_ctl()s in one io_uring_enter() of the batch helper (batch.c:
  * IORING_OP_EPOLL_CTL, hard-linked, in order, each with the kernel's
  * errno), their results then applied to the map in order; a change a run
- * stopped at is applied alone, as uepoll_ctl() applies it.
+ * stopped at is applied alone, as uepoll_ctl() applies it.  With sl
+ * (uepoll_ctl_wait()), the last run carries the sleep: a poll of the
+ * uepoll fd (readable while the ring has entries; its poll also polls
+ * the keyless wake-ups, as epoll_wait(fd, NULL, 0, t) does) in the same
+ * io_uring_enter(); sl->ret 0 when the batch did not end with a run.
  */
-static int native_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
+static int native_batch_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned n,
+			      struct uepoll_aux_sleep *sl)
 {
 	struct native_priv *p = u->priv;
 	struct uepoll_aux_ctl q[UEPOLL_AUX_MAX];
@@ -778,10 +783,12 @@ static int native_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 
 	if (p->forked)
 		return -ECHILD;
+	if (sl)
+		sl->ret = 0;
 	pthread_mutex_lock(&p->lock);
 	while (i < n) {
 		run = native_run(u, p, ch + i, n - i, q, qi, qw, &nq);
-		__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq);
+		__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, i + run == n ? sl : NULL);
 		for (k = 0; k < nq; k++) {
 			struct uepoll_change *c;
 
@@ -816,6 +823,35 @@ static int native_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 	}
 	pthread_mutex_unlock(&p->lock);
 	return 0;
+}
+
+static int native_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
+{
+	return native_batch_sleep(u, ch, n, NULL);
+}
+
+/*
+ * uepoll_ctl_wait(): the changes and the sleep in one io_uring_enter()
+ * (native_batch_sleep()).  Not while level-triggered events may still be
+ * ready (u->level): epoll keeps them on its ready list without a wake-up,
+ * so no ring entry would end the sleep; uepoll_wait() harvests them.
+ */
+static int native_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned n,
+			    struct epoll_event *evs, int max, int timeout_ms)
+{
+	struct uepoll_aux_sleep sl = { .fd = u->fd, .timeout_ms = timeout_ms };
+	int ret;
+
+	(void)evs;
+	(void)max;
+	ret = native_batch_sleep(u, ch, n, u->level ? NULL : &sl);
+	if (ret < 0)
+		return ret;
+	if (u->level)
+		return 0;
+	if (sl.ret > 0)
+		HSTAT(u, sleeps, 1);
+	return sl.ret < 0 ? sl.ret : 0;
 }
 
 /*
@@ -963,6 +999,7 @@ const struct uepoll_ops __uepoll_native_ops __hidden = {
 	.exit = native_exit,
 	.ctl = native_ctl,
 	.batch = native_batch,
+	.ctl_sleep = native_ctl_sleep,
 	.harvest = native_harvest,
 	.drained = native_drained,
 	.sleep = native_sleep,

@@ -70,7 +70,15 @@ static const struct uepoll_ops *ops_of(int backend)
 
 __thread int __uepoll_in_ctl;
 
-/* The automatic choice, probed once per process: the registry's order. */
+/*
+ * The automatic choice, probed once per process: the first of auto_order
+ * whose probe succeeds and that does not pass itself over.  The one rule
+ * of that kind, measured (doc/BENCH.md, README "Backends"): uring passes
+ * over where the kernel has IORING_OP_EPOLL_WAIT (Linux 6.15), on which
+ * the epoll backend makes uepoll_ctl_wait()'s changes and wait one
+ * io_uring_enter(), and the default must never lose to epoll, which uring
+ * does on connection churn, a single producer and idle CPU (measured).
+ */
 static pthread_once_t auto_once = PTHREAD_ONCE_INIT;
 static unsigned auto_backend;
 
@@ -78,9 +86,12 @@ static void auto_probe(void)
 {
 	unsigned i;
 
-	for (i = 0; i + 1 < NBACKENDS; i++)
-		if (ops_lookup(auto_order[i])->probe() == 0)
+	for (i = 0; i + 1 < NBACKENDS; i++) {
+		const struct uepoll_ops *ops = ops_lookup(auto_order[i]);
+
+		if (ops->probe() == 0 && !(ops->pass_over && ops->pass_over()))
 			break;
+	}
 	auto_backend = auto_order[i];
 }
 
@@ -189,6 +200,8 @@ static void exit_(struct uepoll *u);
 static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev);
 static int ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n);
 static int wait_(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
+static int ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
+		    struct epoll_event *evs, int max, int timeout_ms);
 
 UEPOLL_API int uepoll_init(struct uepoll *u, unsigned n, unsigned flags)
 {
@@ -231,6 +244,15 @@ UEPOLL_API int uepoll_ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsi
 UEPOLL_API int uepoll_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms)
 {
 	int saved_errno = errno, ret = wait_(u, evs, max, timeout_ms);
+
+	errno = saved_errno;
+	return ret;
+}
+
+UEPOLL_API int uepoll_ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
+			       struct epoll_event *evs, int max, int timeout_ms)
+{
+	int saved_errno = errno, ret = ctl_wait(u, ch, n, evs, max, timeout_ms);
 
 	errno = saved_errno;
 	return ret;
@@ -402,6 +424,18 @@ static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 	return ret;
 }
 
+/* ctls counts the changes of a batch that succeeded */
+static void count_ctls(struct uepoll *u, const struct uepoll_change *ch, unsigned n)
+{
+	uint64_t ok = 0;
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		ok += ch[i].res == 0;
+	if (ok)
+		STAT(u, ctls, ok);
+}
+
 /*
  * n changes in order, each one's result in its res: the backend's batch,
  * or a loop of ctl().  ctls counts the changes that succeeded.
@@ -409,7 +443,6 @@ static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 static int ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 {
 	const struct uepoll_ops *ops;
-	uint64_t ok = 0;
 	unsigned i;
 	int ret;
 
@@ -429,10 +462,7 @@ static int ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 	ret = ops->batch(u, ch, n);
 	if (ret < 0)
 		return ret;
-	for (i = 0; i < n; i++)
-		ok += ch[i].res == 0;
-	if (ok)
-		STAT(u, ctls, ok);
+	count_ctls(u, ch, n);
 	return (int)n;
 }
 
@@ -495,21 +525,12 @@ static int64_t now_ns(void)
  * A signal handler that runs while we sleep ends the call with -EINTR
  * (never restarted, whatever SA_RESTART says, like epoll_wait(2)).
  */
-static int wait_(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms)
+static int wait_more(struct uepoll *u, const struct uepoll_ops *ops,
+		     struct epoll_event *evs, int max, int timeout_ms)
 {
-	const struct uepoll_ops *ops;
 	int64_t deadline = 0;
 	int ret;
 
-	ret = check_live(u);
-	if (ret)
-		return ret;
-	if (!evs || max <= 0)
-		return -EINVAL;
-	ops = ops_of(u->backend);
-	HSTAT(u, waits, 1);
-	if (ops->wait)
-		return ops->wait(u, evs, max, timeout_ms);
 	if (timeout_ms > 0)
 		deadline = now_ns() + (int64_t)timeout_ms * 1000000;
 	for (;;) {
@@ -530,6 +551,100 @@ static int wait_(struct uepoll *u, struct epoll_event *evs, int max, int timeout
 		if (ret < 0)
 			return ret;
 	}
+}
+
+static int wait_(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms)
+{
+	const struct uepoll_ops *ops;
+	int ret;
+
+	ret = check_live(u);
+	if (ret)
+		return ret;
+	if (!evs || max <= 0)
+		return -EINVAL;
+	ops = ops_of(u->backend);
+	HSTAT(u, waits, 1);
+	if (ops->wait)
+		return ops->wait(u, evs, max, timeout_ms);
+	return wait_more(u, ops, evs, max, timeout_ms);
+}
+
+/* what is left of a timeout (-1: none) at deadline */
+static int remaining_ms(int64_t deadline, int timeout_ms)
+{
+	int64_t left;
+
+	if (timeout_ms <= 0)
+		return timeout_ms;
+	left = deadline - now_ns();
+	return left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+}
+
+/*
+ * An ADD or MOD of the changes failed: the fd is not watched as the
+ * caller meant, and an event loop redoes such a change (MOD after ENOENT
+ * as ADD, ADD after EEXIST as MOD: libevent, libuv).  uepoll_ctl_wait()
+ * then does not sleep, so that the redo does not wait for the timeout.
+ * A DEL's failure leaves nothing unwatched.
+ */
+static int add_mod_failed(const struct uepoll_change *ch, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		if (ch[i].res < 0 && ch[i].op != EPOLL_CTL_DEL)
+			return 1;
+	return 0;
+}
+
+/*
+ * uepoll_ctl_wait(): the changes as uepoll_ctl_batch() applies them, then
+ * uepoll_wait(), with timeout 0 if an ADD or MOD failed.  Arguments are
+ * checked before anything is applied.  A backend with ctl_sleep folds the
+ * changes into the sleep's system call (timeout_ms != 0); the harvest
+ * that follows it takes what came, and if nothing did, uepoll_wait()
+ * goes on for the rest of the timeout.
+ */
+static int ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
+		    struct epoll_event *evs, int max, int timeout_ms)
+{
+	const struct uepoll_ops *ops;
+	int64_t deadline = 0;
+	int ret;
+
+	ret = check_live(u);
+	if (ret)
+		return ret;
+	if ((!ch && n) || n > INT_MAX || !evs || max <= 0)
+		return -EINVAL;
+	ops = ops_of(u->backend);
+	if (!n || !timeout_ms || !ops->ctl_sleep) {
+		if (n) {
+			__uepoll_in_ctl = 1;
+			ret = ctl_batch(u, ch, n);
+			__uepoll_in_ctl = 0;
+			if (ret < 0)
+				return ret;
+		}
+		return wait_(u, evs, max, add_mod_failed(ch, n) ? 0 : timeout_ms);
+	}
+	if (timeout_ms > 0)
+		deadline = now_ns() + (int64_t)timeout_ms * 1000000;
+	__uepoll_in_ctl = 1;
+	ret = ops->ctl_sleep(u, ch, n, evs, max, timeout_ms);
+	__uepoll_in_ctl = 0;
+	if (ret < 0 && ret != -EINTR)
+		return ret;
+	count_ctls(u, ch, n);
+	HSTAT(u, waits, 1);
+	if (ret != 0)
+		return ret;	/* events, or -EINTR */
+	if (add_mod_failed(ch, n))
+		timeout_ms = 0;
+	if (ops->wait)
+		return ops->wait(u, evs, max, remaining_ms(deadline, timeout_ms));
+	return wait_more(u, ops, evs, max, remaining_ms(deadline, timeout_ms));
 }
 
 /*

@@ -174,6 +174,35 @@ static int uring_probe(void)
 	return ret;
 }
 
+/*
+ * The automatic choice passes uring over where the kernel has
+ * IORING_OP_EPOLL_WAIT (59, Linux 6.15): the epoll backend then folds
+ * uepoll_ctl_wait() into one io_uring_enter(), and uring, measured there,
+ * loses to epoll where connections come and go (tcp 0.82x), with one
+ * producer (0.81x) and in idle CPU (1.6x): the default must never lose
+ * (README, "Backends").
+ * UEPOLL_URING_AUTO=1 keeps uring in the choice (tests, measurements).
+ */
+static int uring_pass_over(void)
+{
+	const char *e = getenv("UEPOLL_URING_AUTO");
+	struct io_uring_probe *probe;
+	struct io_uring ring;
+	int ret = 0;
+
+	if (e && !strcmp(e, "1"))
+		return 0;
+	if (io_uring_queue_init(2, &ring, 0) < 0)
+		return 0;
+	probe = io_uring_get_probe_ring(&ring);
+	if (probe) {
+		ret = io_uring_opcode_supported(probe, 59);
+		io_uring_free_probe(probe);
+	}
+	io_uring_queue_exit(&ring);
+	return ret;
+}
+
 static unsigned cq_size(unsigned n)
 {
 	const char *e = getenv("UEPOLL_URING_CQ");
@@ -966,6 +995,7 @@ const struct uepoll_ops __uepoll_uring_ops __hidden = {
 	/* an edge-triggered event has the bits of the wake-ups */
 	.caps = UEPOLL_CAP_LEVEL,
 	.probe = uring_probe,
+	.pass_over = uring_pass_over,
 	.init = uring_init,
 	.exit = uring_exit,
 	.ctl = uring_ctl,

@@ -1,7 +1,64 @@
 // SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
-/* init: capacity bounds, flags, explicit backends, names, CLOEXEC, exit frees every fd */
+/*
+ * init: capacity bounds, flags, explicit backends, names, CLOEXEC, exit
+ * frees every fd; the automatic choice: native where the kernel has it,
+ * else uring, but not where the kernel has IORING_OP_EPOLL_WAIT (then
+ * epoll) unless UEPOLL_URING_AUTO=1, else epoll.
+ */
 #include <fcntl.h>
+#include <liburing.h>
+#include <sys/wait.h>
 #include "helpers.h"
+
+/* what auto must take here, by the rule of uepoll_init(3) */
+static unsigned auto_expected(int native)
+{
+	struct io_uring_probe *p;
+	const char *e = getenv("UEPOLL_URING_AUTO");
+	int epoll_wait_op = 0;
+
+	if (native)
+		return UEPOLL_BACKEND_NATIVE;
+	if (uepoll_backend_probe(UEPOLL_BACKEND_URING) != 0)
+		return UEPOLL_BACKEND_EPOLL;
+	p = io_uring_get_probe();
+	if (p) {
+		epoll_wait_op = io_uring_opcode_supported(p, 59);
+		io_uring_free_probe(p);
+	}
+	if (epoll_wait_op && !(e && !strcmp(e, "1")))
+		return UEPOLL_BACKEND_EPOLL;
+	return UEPOLL_BACKEND_URING;
+}
+
+/* the choice in a child (it is made once per process), URING_AUTO set or not */
+static void auto_child(int native, const char *uring_auto)
+{
+	pid_t pid = fork();
+	int st;
+
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct uepoll u;
+
+		if (uring_auto)
+			setenv("UEPOLL_URING_AUTO", uring_auto, 1);
+		else
+			unsetenv("UEPOLL_URING_AUTO");
+		unsetenv("UEPOLL_BACKEND");
+		CHECK_EQ(uepoll_init(&u, 4, 0), 0);
+		if ((unsigned)uepoll_backend(&u) != auto_expected(native))
+			FAIL("auto took %s, not %s (UEPOLL_URING_AUTO=%s)", uepoll_backend_name(&u),
+			     uepoll_backend_str(auto_expected(native)), uring_auto ?: "unset");
+		printf("auto takes %s (UEPOLL_URING_AUTO=%s)\n", uepoll_backend_name(&u),
+		       uring_auto ?: "unset");
+		uepoll_exit(&u);
+		fflush(stdout);
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
 
 int main(void)
 {
@@ -11,6 +68,9 @@ int main(void)
 	/* native exists only where the kernel says so (the procfs file) */
 	int native = t_native_feature();
 
+	/* first: the choice is made once per process, and a child inherits it */
+	auto_child(native, NULL);
+	auto_child(native, "1");
 	CHECK_EQ(uepoll_init(&u, 0, 0), -EINVAL);
 	CHECK_EQ(uepoll_init(&u, 65537, 0), -EINVAL);
 	CHECK_EQ(uepoll_init(&u, 8, 0x100), -EINVAL);

@@ -3,9 +3,11 @@
  * uepoll-backends - the backends libuepoll knows, in the automatic
  * choice's order, one per line: "NAME available" or "NAME unavailable:
  * REASON" (what uepoll_init would answer here).  -n: the names only.
+ * -a: the one the automatic choice takes here (UEPOLL_BACKEND aside).
  * Scripts ask this instead of naming backends themselves.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <uepoll.h>
@@ -23,10 +25,19 @@ int main(int argc, char **argv)
 {
 	unsigned b[16];
 	int names_only = 0, n, i, c;
+	struct uepoll u;
 
-	while ((c = getopt(argc, argv, "nh")) != -1) {
+	while ((c = getopt(argc, argv, "anh")) != -1) {
+		if (c == 'a') {
+			unsetenv("UEPOLL_BACKEND");
+			if (uepoll_init(&u, 1, UEPOLL_CLOEXEC) < 0)
+				return 1;
+			puts(uepoll_backend_name(&u));
+			uepoll_exit(&u);
+			return 0;
+		}
 		if (c != 'n') {
-			fprintf(stderr, "usage: %s [-n]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-n | -a]\n", argv[0]);
 			return c == 'h' ? 0 : 2;
 		}
 		names_only = 1;

@@ -15,9 +15,10 @@
  * epoll backend is the "epoll-ET" of the 2019 series' libevent
  * measurement.  -m lt: registered level-triggered (no EPOLLET), one read
  * per event, as libevent's bufferevents read.  -batch: the ADDs and DELs
- * of one pass over the events go to the library as one changelist,
- * uepoll_ctl_batch(3), before the next wait (as libevent's changelist
- * does), and the sockets are closed after it.
+ * of one pass over the events go to the library as one changelist
+ * (as libevent's changelist
+ * does), handed to the next wait, uepoll_ctl_wait(3), and the sockets
+ * are closed after it.
  * --plain-epoll-lt: the reference, no library: epoll_create1, sockets
  * level-triggered, one read per readiness, close without DEL.
  *
@@ -188,18 +189,12 @@ static struct uepoll_change chl[CHMAX];
 static int nch, batch_mode;
 static int to_close[CHMAX], nclose;
 
-static void flush_changes(struct uepoll *u)
+/* the results of the changes applied (r >= 0 or -EINTR), then the closes */
+static void changes_done(int r)
 {
-	int i, r;
+	int i;
 
-	if (!nch)
-		return;
-	r = uepoll_ctl_batch(u, chl, (unsigned)nch);
-	if (r < 0) {
-		fprintf(stderr, "%s: uepoll_ctl_batch: %s\n", tool_prog, strerror(-r));
-		errors++;
-	}
-	for (i = 0; r >= 0 && i < nch; i++) {
+	for (i = 0; (r >= 0 || r == -EINTR) && i < nch; i++) {
 		if (chl[i].res < 0) {
 			fprintf(stderr, "%s: %s %d: %s\n", tool_prog,
 				chl[i].op == EPOLL_CTL_ADD ? "ADD" : "DEL", chl[i].fd,
@@ -213,6 +208,39 @@ static void flush_changes(struct uepoll *u)
 	for (i = 0; i < nclose; i++)
 		close(to_close[i]);
 	nclose = 0;
+}
+
+static void flush_changes(struct uepoll *u)
+{
+	int r;
+
+	if (!nch)
+		return;
+	r = uepoll_ctl_batch(u, chl, (unsigned)nch);
+	if (r < 0) {
+		fprintf(stderr, "%s: uepoll_ctl_batch: %s\n", tool_prog, strerror(-r));
+		errors++;
+	}
+	changes_done(r);
+}
+
+/*
+ * The wait of a pass: -batch hands the pass's changes to it
+ * (uepoll_ctl_wait(3): one system call for both where the backend can)
+ */
+static int wait_pass(struct uepoll *u, struct epoll_event *evs, int max, int ms)
+{
+	int r;
+
+	if (!batch_mode || !nch)
+		return uepoll_wait(u, evs, max, ms);
+	r = uepoll_ctl_wait(u, chl, (unsigned)nch, evs, max, ms);
+	if (r < 0 && r != -EINTR) {
+		fprintf(stderr, "%s: uepoll_ctl_wait: %s\n", tool_prog, strerror(-r));
+		errors++;
+	}
+	changes_done(r);
+	return r;
 }
 
 /* ADD (ev) or DEL (ev NULL) of fd: at once, or queued (-batch) */
@@ -269,8 +297,7 @@ static int run_lib(unsigned bflags, long spin, int lfd, int level)
 	while (!stop) {
 		int n;
 
-		flush_changes(&u);
-		n = uepoll_wait(&u, evs, 256, 1000);
+		n = wait_pass(&u, evs, 256, 1000);
 		if (n == -EINTR)
 			continue;
 		if (n < 0) {

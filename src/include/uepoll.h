@@ -156,6 +156,9 @@ struct uepoll_change {
 
 UEPOLL_API int uepoll_ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n);
 UEPOLL_API int uepoll_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
+/* uepoll_ctl_batch() then uepoll_wait(), in one system call where the backend can */
+UEPOLL_API int uepoll_ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
+			       struct epoll_event *evs, int max, int timeout_ms);
 UEPOLL_API int uepoll_drained(struct uepoll *u, int fd, uint32_t events);
 UEPOLL_API int uepoll_fd(const struct uepoll *u);
 UEPOLL_API int uepoll_backend(const struct uepoll *u);

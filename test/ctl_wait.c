@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/*
+ * ctl_wait: uepoll_ctl_wait(3) is uepoll_ctl_batch() then uepoll_wait():
+ *  - every change gets the result uepoll_ctl() gives the same sequence on
+ *    a fresh instance; when an ADD or MOD failed the call does not sleep,
+ *    and the changes after it apply all the same; when only DELs failed,
+ *    a wait with nothing ready lasts its timeout;
+ *  - the changes apply before the wait: an ADD of a ready fd ends it with
+ *    that event (timeout -1), a DEL of a ready fd reports nothing;
+ *  - a write from another thread ends the sleep;
+ *  - where the backend folds the changes into the sleep (native with
+ *    io_uring, epoll with IORING_OP_EPOLL_WAIT), changes + sleep + the
+ *    harvest of the event that ended it are one system call (uepoll_get_stats(3)); printed for every backend;
+ *  - a level-triggered event still ready is reported again at once, the
+ *    sleep not entered;
+ *  - a signal ends the sleep with -EINTR, the changes applied;
+ *  - the call's own errors (-EINVAL, -EBADF) apply nothing.
+ */
+#include <fcntl.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include "helpers.h"
+
+static int efd[4], closed_fd, reg_fd;
+
+static void ch_set(struct uepoll_change *c, int op, int fd, uint32_t events, uint64_t data)
+{
+	memset(c, 0, sizeof(*c));
+	c->op = op;
+	c->fd = fd;
+	c->ev.events = events;
+	c->ev.data.u64 = data;
+	c->res = 12345;
+}
+
+static int64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* the kernel's io_uring has operation op */
+static int uring_has(int op)
+{
+	struct io_uring_probe *p = io_uring_get_probe();
+	int ret = p && io_uring_opcode_supported(p, op);
+
+	if (p)
+		io_uring_free_probe(p);
+	return ret;
+}
+
+static uint64_t syscalls_of(const struct uepoll *u)
+{
+	struct uepoll_stats st;
+
+	CHECK_EQ(uepoll_get_stats(u, &st), 0);
+	return st.syscalls;
+}
+
+/* a kernel tearing down an io_uring may interrupt a sleep (ctl_batch.c) */
+static int ctl_wait_retry(struct uepoll *u, struct uepoll_change *c, unsigned n,
+			  struct epoll_event *evs, int max, int ms)
+{
+	int r, tries = 0;
+
+	while ((r = uepoll_ctl_wait(u, c, n, evs, max, ms)) == -EINTR && ++tries < 10)
+		n = 0;	/* the changes were applied */
+	return r;
+}
+
+/*
+ * Results as uepoll_ctl() gives them.  An ADD or MOD failed: no sleep (the
+ * caller may redo it first), one harvest; only DELs failed: the whole
+ * timeout when nothing is ready.
+ */
+static void parity(void)
+{
+	const uint32_t ET = EPOLLIN | EPOLLET;
+	struct uepoll uw, us;
+	struct uepoll_change c[16];
+	struct epoll_event evs[8];
+	int n = 0, r;
+	int64_t t0;
+
+	t_init(&uw, 8);
+	t_init(&us, 8);
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[0], ET, 1);		/* 0 */
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[0], ET, 2);		/* EEXIST */
+	ch_set(&c[n++], EPOLL_CTL_MOD, efd[1], ET, 3);		/* ENOENT */
+	ch_set(&c[n++], EPOLL_CTL_ADD, closed_fd, ET, 4);	/* EBADF */
+	ch_set(&c[n++], EPOLL_CTL_ADD, reg_fd, ET, 5);		/* EPERM */
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[1], ET | EPOLLEXCLUSIVE | EPOLLOUT, 6); /* EINVAL */
+	ch_set(&c[n++], EPOLL_CTL_ADD, efd[2], ET, 7);		/* ADD, MOD, DEL */
+	ch_set(&c[n++], EPOLL_CTL_MOD, efd[2], ET | EPOLLOUT, 8);
+	ch_set(&c[n++], EPOLL_CTL_DEL, efd[2], 0, 0);
+	ch_set(&c[n++], EPOLL_CTL_DEL, efd[2], 0, 0);		/* ENOENT */
+	ch_set(&c[n++], EPOLL_CTL_MOD, efd[0], ET, 9);		/* 0 */
+	errno = 4242;
+	t0 = ms_now();
+	r = ctl_wait_retry(&uw, c, (unsigned)n, evs, 8, 3000);
+	CHECK_EQ(r, 0);
+	CHECK(ms_now() - t0 < 2000);
+	CHECK_EQ(errno, 4242);
+	for (int i = 0; i < n; i++) {
+		int s = uepoll_ctl(&us, c[i].op, c[i].fd, &c[i].ev);
+
+		if (s != c[i].res)
+			FAIL("change %d: uepoll_ctl_wait %d (%s), uepoll_ctl %d (%s)", i, c[i].res,
+			     strerror(-c[i].res), s, strerror(-s));
+	}
+	CHECK_EQ(c[0].res, 0);
+	CHECK_EQ(c[1].res, -EEXIST);
+	CHECK_EQ(c[3].res, -EBADF);
+	CHECK_EQ(c[4].res, -EPERM);
+	CHECK_EQ(c[5].res, -EINVAL);
+	CHECK_EQ(c[9].res, -ENOENT);
+	/* a DEL that fails: the sleep goes on */
+	ch_set(&c[0], EPOLL_CTL_DEL, efd[3], 0, 0);		/* ENOENT */
+	ch_set(&c[1], EPOLL_CTL_DEL, closed_fd, 0, 0);		/* EBADF */
+	ch_set(&c[2], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 10);
+	t0 = ms_now();
+	r = ctl_wait_retry(&uw, c, 3, evs, 8, 100);
+	CHECK_EQ(r, 0);
+	CHECK(ms_now() - t0 >= 90);
+	CHECK_EQ(c[0].res, -ENOENT);
+	CHECK_EQ(c[1].res, -EBADF);
+	CHECK_EQ(c[2].res, 0);
+	/* an ADD that fails first: the changes after it apply all the same */
+	ch_set(&c[0], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 11);	/* EEXIST */
+	ch_set(&c[1], EPOLL_CTL_DEL, efd[1], 0, 0);
+	ch_set(&c[2], EPOLL_CTL_ADD, efd[3], EPOLLIN | EPOLLET, 12);
+	t0 = ms_now();
+	r = ctl_wait_retry(&uw, c, 3, evs, 8, 3000);
+	CHECK_EQ(r, 0);
+	CHECK(ms_now() - t0 < 2000);
+	CHECK_EQ(c[0].res, -EEXIST);
+	CHECK_EQ(c[1].res, 0);
+	CHECK_EQ(c[2].res, 0);
+	CHECK_EQ(t_add(&uw, efd[1], EPOLLIN | EPOLLET, 13), 0);
+	CHECK_EQ(t_add(&uw, efd[3], EPOLLIN | EPOLLET, 14), -EEXIST);
+	ch_set(&c[0], EPOLL_CTL_DEL, efd[1], 0, 0);
+	ch_set(&c[1], EPOLL_CTL_DEL, efd[3], 0, 0);
+	CHECK_EQ(uepoll_ctl_batch(&uw, c, 2), 2);
+	CHECK_EQ(c[0].res, 0);
+	CHECK_EQ(c[1].res, 0);
+	/* what they left: efd[0] with data 9 */
+	t_write(efd[0]);
+	r = uepoll_wait(&uw, evs, 8, 1000);
+	CHECK_EQ(r, 1);
+	CHECK_EQ(evs[0].data.u64, 9);
+	t_read(efd[0]);
+	uepoll_exit(&uw);
+	uepoll_exit(&us);
+}
+
+/* the changes come first: an ADD of a ready fd is the event, a DEL silences */
+static void order(void)
+{
+	struct uepoll u;
+	struct uepoll_change c[2];
+	struct epoll_event evs[8];
+	int r;
+
+	t_init(&u, 8);
+	t_write(efd[0]);
+	ch_set(&c[0], EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 10);
+	ch_set(&c[1], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 11);
+	r = ctl_wait_retry(&u, c, 2, evs, 8, -1);
+	CHECK_EQ(c[0].res, 0);
+	CHECK_EQ(c[1].res, 0);
+	CHECK_EQ(r, 1);
+	CHECK_EQ(evs[0].data.u64, 10);
+	CHECK_EQ(evs[0].events, EPOLLIN);
+	/* efd[1] written, then deleted in the call: nothing of it */
+	t_write(efd[1]);
+	ch_set(&c[0], EPOLL_CTL_DEL, efd[1], 0, 0);
+	r = ctl_wait_retry(&u, c, 1, evs, 8, 100);
+	CHECK_EQ(c[0].res, 0);
+	CHECK_EQ(r, 0);
+	/* timeout 0: the changes, then one harvest */
+	ch_set(&c[0], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 12);
+	r = uepoll_ctl_wait(&u, c, 1, evs, 8, 0);
+	CHECK_EQ(c[0].res, 0);
+	CHECK_EQ(r, 1);
+	CHECK_EQ(evs[0].data.u64, 12);
+	t_read(efd[0]);
+	t_read(efd[1]);
+	uepoll_exit(&u);
+}
+
+static void *late_writer(void *arg)
+{
+	struct timespec ts = { 0, 100 * 1000000 };
+
+	nanosleep(&ts, NULL);
+	t_write(*(int *)arg);
+	return NULL;
+}
+
+/*
+ * Another thread's write ends the sleep; the system calls of a
+ * ctl_wait whose sleep a wake-up ends, and of one whose ADD is ready.
+ */
+static void wake(void)
+{
+	struct uepoll u;
+	struct uepoll_change c[2];
+	struct epoll_event evs[8];
+	pthread_t t;
+	uint64_t s0, s_sleep, s_ready;
+	int r, folded;
+	int64_t t0;
+
+	t_init(&u, 8);
+	/* folded: native (a poll of the ring), epoll where the kernel has
+	 * IORING_OP_EPOLL_WAIT (59, Linux 6.15) */
+	folded = uepoll_backend_probe(UEPOLL_BACKEND_URING) == 0 &&
+		 !(getenv("UEPOLL_BATCH") && !strcmp(getenv("UEPOLL_BATCH"), "loop")) &&
+		 (!strcmp(uepoll_backend_name(&u), "native") ||
+		  (!strcmp(uepoll_backend_name(&u), "epoll") && uring_has(59)));
+	/* warm: the helper ring is set up at the first use */
+	ch_set(&c[0], EPOLL_CTL_ADD, efd[3], EPOLLIN | EPOLLET, 30);
+	CHECK_EQ(ctl_wait_retry(&u, c, 1, evs, 8, 10), 0);
+	CHECK_EQ(c[0].res, 0);
+
+	ch_set(&c[0], EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 20);
+	ch_set(&c[1], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 21);
+	CHECK_EQ(pthread_create(&t, NULL, late_writer, &efd[1]), 0);
+	uepoll_set_spin(&u, 0);
+	s0 = syscalls_of(&u);
+	t0 = ms_now();
+	r = ctl_wait_retry(&u, c, 2, evs, 8, 5000);
+	s_sleep = syscalls_of(&u) - s0;
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	CHECK_EQ(c[0].res, 0);
+	CHECK_EQ(c[1].res, 0);
+	CHECK_EQ(r, 1);
+	CHECK_EQ(evs[0].data.u64, 21);
+	CHECK(ms_now() - t0 < 4000);
+
+	t_write(efd[2]);
+	ch_set(&c[0], EPOLL_CTL_DEL, efd[0], 0, 0);
+	ch_set(&c[1], EPOLL_CTL_ADD, efd[2], EPOLLIN | EPOLLET, 22);
+	s0 = syscalls_of(&u);
+	r = ctl_wait_retry(&u, c, 2, evs, 8, 5000);
+	s_ready = syscalls_of(&u) - s0;
+	CHECK_EQ(r, 1);
+	CHECK_EQ(evs[0].data.u64, 22);
+	printf("%s: system calls of uepoll_ctl_wait(2 changes): %llu when a write ends its "
+	       "sleep, %llu when an ADD is ready%s\n", uepoll_backend_name(&u),
+	       (unsigned long long)s_sleep, (unsigned long long)s_ready,
+	       folded ? " (folded: 1 each)" : "");
+	if (folded) {
+		CHECK_EQ(s_sleep, 1);
+		CHECK_EQ(s_ready, 1);
+	}
+	for (int i = 0; i < 4; i++)
+		t_read(efd[i]);
+	uepoll_exit(&u);
+}
+
+/* a level-triggered event left ready is reported again, without a sleep */
+static void level(void)
+{
+	struct uepoll u;
+	struct uepoll_change c;
+	struct epoll_event evs[8];
+	int r;
+	int64_t t0;
+
+	t_init(&u, 8);
+	if (!(uepoll_backend_caps((unsigned)uepoll_backend(&u)) & UEPOLL_CAP_LEVEL)) {
+		uepoll_exit(&u);
+		return;
+	}
+	CHECK_EQ(t_add(&u, efd[0], EPOLLIN, 40), 0);
+	t_write(efd[0]);
+	r = uepoll_wait(&u, evs, 8, 1000);
+	CHECK_EQ(r, 1);
+	CHECK_EQ(evs[0].data.u64, 40);
+	/* not read: still ready */
+	ch_set(&c, EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 41);
+	t0 = ms_now();
+	r = ctl_wait_retry(&u, &c, 1, evs, 8, 3000);
+	CHECK_EQ(c.res, 0);
+	CHECK_EQ(r, 1);
+	CHECK_EQ(evs[0].data.u64, 40);
+	CHECK(ms_now() - t0 < 2000);
+	t_read(efd[0]);
+	uepoll_exit(&u);
+}
+
+static volatile sig_atomic_t hits;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	hits++;
+}
+
+static void *late_signal(void *arg)
+{
+	struct timespec ts = { 0, 150 * 1000000 };
+
+	nanosleep(&ts, NULL);
+	pthread_kill(*(pthread_t *)arg, SIGUSR1);
+	return NULL;
+}
+
+/* a signal ends the sleep: -EINTR, the changes applied */
+static void intr(void)
+{
+	struct sigaction sa;
+	struct uepoll u;
+	struct uepoll_change c;
+	struct epoll_event evs[8];
+	pthread_t self = pthread_self(), t;
+	int r;
+	int64_t t0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sigemptyset(&sa.sa_mask);
+	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);	/* no SA_RESTART */
+	t_init(&u, 8);
+	ch_set(&c, EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 50);
+	CHECK_EQ(pthread_create(&t, NULL, late_signal, &self), 0);
+	t0 = ms_now();
+	r = uepoll_ctl_wait(&u, &c, 1, evs, 8, 5000);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	CHECK_EQ(hits, 1);
+	CHECK_EQ(r, -EINTR);
+	CHECK(ms_now() - t0 < 4000);
+	CHECK_EQ(c.res, 0);
+	CHECK_EQ(t_add(&u, efd[0], EPOLLIN | EPOLLET, 51), -EEXIST);
+	uepoll_exit(&u);
+	signal(SIGUSR1, SIG_DFL);
+}
+
+/* the call's own errors: nothing applied */
+static void bad_args(void)
+{
+	struct uepoll u;
+	struct uepoll_change c;
+	struct epoll_event evs[4];
+
+	memset(&u, 0, sizeof(u));
+	ch_set(&c, EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 1);
+	CHECK_EQ(uepoll_ctl_wait(NULL, &c, 1, evs, 4, 0), -EINVAL);
+	CHECK_EQ(uepoll_ctl_wait(&u, &c, 1, evs, 4, 0), -EINVAL);	/* not initialised */
+	t_init(&u, 4);
+	CHECK_EQ(uepoll_ctl_wait(&u, NULL, 1, evs, 4, 0), -EINVAL);
+	CHECK_EQ(uepoll_ctl_wait(&u, &c, 1u << 31, evs, 4, 0), -EINVAL);
+	CHECK_EQ(uepoll_ctl_wait(&u, &c, 1, NULL, 4, 0), -EINVAL);
+	CHECK_EQ(uepoll_ctl_wait(&u, &c, 1, evs, 0, 10), -EINVAL);
+	CHECK_EQ(uepoll_ctl_wait(&u, &c, 1, evs, -1, 10), -EINVAL);
+	CHECK_EQ(c.res, 12345);
+	CHECK_EQ(uepoll_ctl_wait(&u, NULL, 0, evs, 4, 0), 0);
+	CHECK_EQ(uepoll_ctl_wait(&u, &c, 1, evs, 4, 0), 0);
+	CHECK_EQ(c.res, 0);
+	uepoll_exit(&u);
+	CHECK_EQ(uepoll_ctl_wait(&u, &c, 1, evs, 4, 0), -EBADF);
+}
+
+int main(void)
+{
+	int fds0 = count_fds();
+
+	for (int i = 0; i < 4; i++)
+		efd[i] = t_efd();
+	reg_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	CHECK(reg_fd >= 0);
+	closed_fd = 999;
+	CHECK(fcntl(closed_fd, F_GETFD) < 0);
+	parity();
+	order();
+	wake();
+	level();
+	intr();
+	bad_args();
+	setenv("UEPOLL_BATCH", "loop", 1);	/* the unfolded path */
+	parity();
+	order();
+	wake();
+	level();
+	for (int i = 0; i < 4; i++)
+		close(efd[i]);
+	close(reg_fd);
+	CHECK_EQ(count_fds(), fds0);
+	return 0;
+}
