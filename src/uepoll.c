@@ -585,8 +585,10 @@ static int remaining_ms(int64_t deadline, int timeout_ms)
  * An ADD or MOD of the changes failed: the fd is not watched as the
  * caller meant, and an event loop redoes such a change (MOD after ENOENT
  * as ADD, ADD after EEXIST as MOD: libevent, libuv).  uepoll_ctl_wait()
- * then does not sleep, so that the redo does not wait for the timeout.
- * A DEL's failure leaves nothing unwatched.
+ * then returns 0 at once, neither sleeping nor harvesting: the caller
+ * redoes it and waits, as with a batch and a wait (the events of that
+ * wait include the redone registration's).  A DEL's failure leaves
+ * nothing unwatched.
  */
 static int add_mod_failed(const struct uepoll_change *ch, unsigned n)
 {
@@ -600,7 +602,7 @@ static int add_mod_failed(const struct uepoll_change *ch, unsigned n)
 
 /*
  * uepoll_ctl_wait(): the changes as uepoll_ctl_batch() applies them, then
- * uepoll_wait(), with timeout 0 if an ADD or MOD failed.  Arguments are
+ * uepoll_wait(), unless an ADD or MOD failed (0 at once).  Arguments are
  * checked before anything is applied.  A backend with ctl_sleep folds the
  * changes into the sleep's system call (timeout_ms != 0); the harvest
  * that follows it takes what came, and if nothing did, uepoll_wait()
@@ -627,7 +629,7 @@ static int ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 			if (ret < 0)
 				return ret;
 		}
-		return wait_(u, evs, max, add_mod_failed(ch, n) ? 0 : timeout_ms);
+		return add_mod_failed(ch, n) ? 0 : wait_(u, evs, max, timeout_ms);
 	}
 	if (timeout_ms > 0)
 		deadline = now_ns() + (int64_t)timeout_ms * 1000000;
@@ -641,7 +643,7 @@ static int ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 	if (ret != 0)
 		return ret;	/* events, or -EINTR */
 	if (add_mod_failed(ch, n))
-		timeout_ms = 0;
+		return 0;
 	if (ops->wait)
 		return ops->wait(u, evs, max, remaining_ms(deadline, timeout_ms));
 	return wait_more(u, ops, evs, max, remaining_ms(deadline, timeout_ms));

@@ -2,9 +2,10 @@
 /*
  * ctl_wait: uepoll_ctl_wait(3) is uepoll_ctl_batch() then uepoll_wait():
  *  - every change gets the result uepoll_ctl() gives the same sequence on
- *    a fresh instance; when an ADD or MOD failed the call does not sleep,
- *    and the changes after it apply all the same; when only DELs failed,
- *    a wait with nothing ready lasts its timeout;
+ *    a fresh instance; when an ADD or MOD failed the call returns 0 at
+ *    once (no sleep, no harvest), and the changes after it apply all the
+ *    same; when only DELs failed, a wait with nothing ready lasts its
+ *    timeout;
  *  - the changes apply before the wait: an ADD of a ready fd ends it with
  *    that event (timeout -1), a DEL of a ready fd reports nothing;
  *  - a write from another thread ends the sleep;
@@ -74,9 +75,9 @@ static int ctl_wait_retry(struct uepoll *u, struct uepoll_change *c, unsigned n,
 }
 
 /*
- * Results as uepoll_ctl() gives them.  An ADD or MOD failed: no sleep (the
- * caller may redo it first), one harvest; only DELs failed: the whole
- * timeout when nothing is ready.
+ * Results as uepoll_ctl() gives them.  An ADD or MOD failed: 0 at once
+ * (the caller redoes it, then waits), not even a harvest; only DELs
+ * failed: the whole timeout when nothing is ready.
  */
 static void parity(void)
 {
@@ -143,6 +144,15 @@ static void parity(void)
 	CHECK_EQ(c[2].res, 0);
 	CHECK_EQ(t_add(&uw, efd[1], EPOLLIN | EPOLLET, 13), 0);
 	CHECK_EQ(t_add(&uw, efd[3], EPOLLIN | EPOLLET, 14), -EEXIST);
+	/* ... and nothing harvested: the ready efd[3] waits for the next call */
+	t_write(efd[3]);
+	ch_set(&c[0], EPOLL_CTL_MOD, efd[2], EPOLLIN | EPOLLET, 15);	/* ENOENT */
+	CHECK_EQ(ctl_wait_retry(&uw, c, 1, evs, 8, 3000), 0);
+	CHECK_EQ(c[0].res, -ENOENT);
+	r = uepoll_wait(&uw, evs, 8, 1000);
+	CHECK_EQ(r, 1);
+	CHECK_EQ(evs[0].data.u64, 12);
+	t_read(efd[3]);
 	ch_set(&c[0], EPOLL_CTL_DEL, efd[1], 0, 0);
 	ch_set(&c[1], EPOLL_CTL_DEL, efd[3], 0, 0);
 	CHECK_EQ(uepoll_ctl_batch(&uw, c, 2), 2);
