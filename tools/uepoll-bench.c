@@ -1486,6 +1486,10 @@ static void libevent_env(const char *be)
 	}
 }
 
+/* set: spawn_le()'s child gives up root first (a static memcached in the
+ * guest, which cannot look up a user to switch to: no NSS) */
+static int le_drop_root;
+
 /* fork+exec argv for backend be, stdout and stderr to one pipe (*rfp) */
 static pid_t spawn_le(char *const argv[], const char *be, const char *libdir, FILE **rfp)
 {
@@ -1500,6 +1504,8 @@ static pid_t spawn_le(char *const argv[], const char *be, const char *libdir, FI
 		if (libdir)
 			setenv("LD_LIBRARY_PATH", libdir, 1);
 		if (dup2(pfd[1], 1) < 0 || dup2(pfd[1], 2) < 0)
+			_exit(127);
+		if (le_drop_root && geteuid() == 0 && (setgid(65534) < 0 || setuid(65534) < 0))
 			_exit(127);
 		execv(argv[0], argv);
 		printf("exec %s: %s\n", argv[0], strerror(errno));
@@ -1612,6 +1618,37 @@ static double le_stop(pid_t spid, FILE *sf, const char *be)
 	if (waitpid(spid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fprintf(stderr, "%s: server (%s) ended with status 0x%x\n", tool_prog, be, st);
 	return strcmp(be, "stock-epoll") ? sys : -1;
+}
+
+/*
+ * SIGTERM the server and read all it wrote: -2 if it did not run the
+ * backend asked for (le_ready()'s test on the whole output), else the
+ * UEPOLL_STATS system calls summed over its instances (-1: none).
+ */
+static double le_stop_checked(pid_t spid, FILE *sf, const char *be)
+{
+	char line[512], want[64];
+	int stock = !strcmp(be, "stock-epoll"), method = 0, lib = stock;
+	double sys = -1;
+
+	snprintf(want, sizeof(want), "uepoll backend: %s", be);
+	kill(spid, SIGTERM);
+	while (fgets(line, sizeof(line), sf)) {
+		if (strstr(line, "libevent using: "))
+			method = !!strstr(line, stock ? "using: epoll" : "using: uepoll");
+		if (strstr(line, want))
+			lib = 1;
+		if (!strncmp(line, "uepoll-stats: ", 14))
+			sys = (sys < 0 ? 0 : sys) + kv(line + 14, "syscalls");
+	}
+	fclose(sf);
+	waitpid(spid, NULL, 0);
+	if (!method || !lib) {
+		fprintf(stderr, "%s: the server did not run libevent's %s backend%s%s\n", tool_prog,
+			stock ? "epoll" : "uepoll", stock ? "" : " on the library's ", stock ? "" : be);
+		return -2;
+	}
+	return stock ? -1 : sys;
 }
 
 static long bh_requests = 20000;
@@ -1728,7 +1765,7 @@ static int mc_wait_port(int port)
 }
 
 /* memcaslap's result: ops/s (TPS) and the errors it reports */
-static int mc_client(int port, double *ops, double *errors)
+static int mc_memcaslap(int port, double *ops, double *errors)
 {
 	char srv[32], thr[16], conc[16], secs[24], line[512];
 	char *argv[] = { (char *)"/usr/bin/memcaslap", (char *)"-s", srv, (char *)"-T", thr,
@@ -1760,16 +1797,149 @@ static int mc_client(int port, double *ops, double *errors)
 	return *ops > 0 ? 0 : -1;
 }
 
+/*
+ * The built-in load (the guest has no memcaslap): mc_conc connections on
+ * plain epoll, each with one request in flight, memcaslap's mix (9 gets
+ * to 1 set, keys of a 10,000-key space, 100-byte values), for
+ * mc_seconds.  A reply other than VALUE...END/END for a get or STORED
+ * for a set, or a connection that fails, is an error.
+ */
+#define ML_KEYS		10000
+#define ML_VLEN		100
+struct ml_conn {
+	int fd, set, len;
+	char buf[512];
+};
+
+static void ml_send(struct ml_conn *c, unsigned *seed)
+{
+	char req[256];
+	int key = (int)(rand_r(seed) % ML_KEYS), n;
+
+	c->set = rand_r(seed) % 10 == 0;
+	c->len = 0;
+	if (c->set) {
+		n = snprintf(req, sizeof(req), "set key:%05d 0 0 %d\r\n", key, ML_VLEN);
+		memset(req + n, 'x', ML_VLEN);
+		memcpy(req + n + ML_VLEN, "\r\n", 2);
+		n += ML_VLEN + 2;
+	} else {
+		n = snprintf(req, sizeof(req), "get key:%05d\r\n", key);
+	}
+	if (write(c->fd, req, (size_t)n) != n)
+		c->fd = -c->fd - 2;	/* failed: closed below */
+}
+
+/* 1 a whole reply, 0 more to read, -1 a wrong one */
+static int ml_reply(const struct ml_conn *c)
+{
+	const char *end = c->set ? "\r\n" : "END\r\n";
+	size_t el = strlen(end);
+
+	if (c->len < (int)el || memcmp(c->buf + c->len - el, end, el))
+		return c->len >= (int)sizeof(c->buf) - 1 ? -1 : 0;
+	if (c->set)
+		return !strncmp(c->buf, "STORED\r\n", 8) ? 1 : -1;
+	return !strncmp(c->buf, "END\r\n", 5) || !strncmp(c->buf, "VALUE ", 6) ? 1 : -1;
+}
+
+static void ml_loop(int port, int ep, struct ml_conn *cs, long n, double *ops, double *err)
+{
+	struct epoll_event evs[64];
+	unsigned seed = (unsigned)getpid();
+	int64_t t_end = now_ns() + (int64_t)(mc_seconds * 1e9);
+
+	for (long i = 0; i < n; i++) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)i };
+
+		cs[i].fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (cs[i].fd < 0 || connect(cs[i].fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		    epoll_ctl(ep, EPOLL_CTL_ADD, cs[i].fd, &ev) < 0) {
+			(*err)++;
+			continue;
+		}
+		ml_send(&cs[i], &seed);
+	}
+	while (now_ns() < t_end) {
+		int k = epoll_wait(ep, evs, 64, 100);
+
+		for (int j = 0; j < k; j++) {
+			struct ml_conn *c = &cs[evs[j].data.u64];
+			ssize_t r = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - (size_t)c->len);
+			int done = r > 0 ? (c->len += (int)r, ml_reply(c)) : -1;
+
+			if (done == 1) {
+				(*ops)++;
+				ml_send(c, &seed);
+			}
+			if (done < 0 || c->fd < -1) {
+				(*err)++;
+				close(c->fd < -1 ? -c->fd - 2 : c->fd);
+				c->fd = -1;
+			}
+		}
+	}
+}
+
+/* the built-in load, in a child process as memcaslap would be */
+static int mc_builtin(int port, double *ops, double *errors)
+{
+	double res[2] = { 0, 0 };
+	int pfd[2], st;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct ml_conn *cs = calloc((size_t)mc_conc, sizeof(*cs));
+		int ep = epoll_create1(EPOLL_CLOEXEC);
+
+		if (cs && ep >= 0)
+			ml_loop(port, ep, cs, mc_conc, &res[0], &res[1]);
+		else
+			res[1] = 1;
+		_exit(write(pfd[1], res, sizeof(res)) == sizeof(res) ? 0 : 1);
+	}
+	close(pfd[1]);
+	if (pid < 0 || read(pfd[0], res, sizeof(res)) != sizeof(res))
+		res[0] = -1;
+	close(pfd[0]);
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	*ops = res[0] > 0 ? res[0] / mc_seconds : -1;
+	*errors = res[1];
+	return *ops > 0 ? 0 : -1;
+}
+
+/* memcaslap where the machine has it and UEPOLL_BENCH_MEMLOAD is not "builtin" */
+static int mc_client(int port, double *ops, double *errors)
+{
+	const char *e = getenv("UEPOLL_BENCH_MEMLOAD");
+
+	if ((!e || strcmp(e, "builtin")) && access("/usr/bin/memcaslap", X_OK) == 0)
+		return mc_memcaslap(port, ops, errors);
+	return mc_builtin(port, ops, errors);
+}
+
+/*
+ * The server: $UEPOLL_BENCH_MEMCACHED (a static memcached built with the
+ * static libevent of make libevent: the guest's, run as nobody), else
+ * Debian's /usr/bin/memcached with the shared one (LD_LIBRARY_PATH).
+ */
 static int run_memcached(const char *be, int p, double *out)
 {
 	static char libdir[PATH_MAX];
+	const char *mc = getenv("UEPOLL_BENCH_MEMCACHED");
 	char port_s[16], thr[16], perf_out[] = "/tmp/uepoll-bench-perf-XXXXXX";
 	char *argv[] = { (char *)"/usr/bin/memcached", (char *)"-l", (char *)"127.0.0.1", (char *)"-p",
-			 port_s, (char *)"-U", (char *)"0", (char *)"-t", thr, (char *)"-u", (char *)"root",
-			 (char *)"-m", (char *)"256", NULL };
+			 port_s, (char *)"-U", (char *)"0", (char *)"-t", thr, (char *)"-m",
+			 (char *)"64", (char *)"-u", (char *)"root", NULL };
 	const char *dir = libevent_dir();
 	int port = 20000 + (int)(getpid() % 20000), r = -1, tfd;
-	double psys, ops = 0;
+	double psys, sys, ops = 0;
 	FILE *sf;
 	pid_t spid, pp;
 
@@ -1779,7 +1949,13 @@ static int run_memcached(const char *be, int p, double *out)
 	snprintf(libdir, sizeof(libdir), "%s/../lib", dir);
 	snprintf(port_s, sizeof(port_s), "%d", port);
 	snprintf(thr, sizeof(thr), "%ld", mc_threads);
-	spid = spawn_le(argv, be, libdir, &sf);
+	le_drop_root = mc && *mc;
+	if (le_drop_root) {
+		argv[0] = (char *)mc;
+		argv[11] = NULL;	/* no -u: not root */
+	}
+	spid = spawn_le(argv, be, le_drop_root ? NULL : libdir, &sf);
+	le_drop_root = 0;
 	if (spid < 0)
 		return -1;
 	if (mc_wait_port(port) == 0) {
@@ -1792,12 +1968,12 @@ static int run_memcached(const char *be, int p, double *out)
 		out[0] = ops;
 		out[2] = psys >= 0 && ops > 0 ? psys / (ops * mc_seconds) : -1;
 	}
-	kill(spid, SIGTERM);
 	/* its backend: libevent prints the method for every base it makes */
-	if (le_ready(sf, be, "\001never\001") < 0)
+	sys = le_stop_checked(spid, sf, be);
+	if (sys == -2)
 		r = -1;
-	fclose(sf);
-	waitpid(spid, NULL, 0);
+	else if (out[2] < 0 && sys >= 0 && ops > 0)
+		out[2] = sys / (ops * mc_seconds);
 	return r;
 }
 
@@ -1928,17 +2104,24 @@ static const struct scenario scenarios[] = {
 	}, {
 		.name = "memcached", .opts = "t:c:d:",
 		.usage = "[-t server threads] [-c concurrency] [-d seconds] (UEPOLL_BENCH_LIBEVENT)",
-		.title = "7. memcached (Debian's) on libevent, memcaslap load",
+		.title = "7. memcached (Debian's) on libevent",
 		.chart_title = "7. memcached on libevent (ratio to stock libevent epoll)",
 		.option = mc_option, .setup = mc_setup, .run = run_memcached, .metrics = mc_metrics,
 		.baselines = "stock-epoll", .ratio_base = "stock-epoll",
-		.note = "Debian's memcached 1.6 with the libevent of make libevent (LD_LIBRARY_PATH; "
-			"stock-epoll = its epoll backend) and memcaslap -T 2 -c CONC -t SECONDS (its "
-			"default mix, 90% get / 10% set); ratio_vs_epoll is against stock-epoll.  "
-			"ops_per_s = memcaslap's TPS; errors = its error lines; event_syscalls_per_op = "
-			"the server's event system calls (perf, as bench_http) per operation.  Host only.",
+		.note = "Host: Debian's memcached 1.6 with the libevent of make libevent "
+			"(LD_LIBRARY_PATH; stock-epoll = its epoll backend) and memcaslap -T 2 -c CONC "
+			"-t SECONDS (its default mix, 90% get / 10% set).  Guest: memcached built static "
+			"from Debian's source with make libevent's static libevent (scripts/libevent "
+			"memcached), run as nobody, and the built-in load (CONC connections on plain "
+			"epoll, one request in flight each, 9 gets to 1 set, 10,000 keys, 100-byte "
+			"values).  ratio_vs_epoll is against stock-epoll.  ops_per_s = operations per "
+			"second; errors = failed operations or connections; event_syscalls_per_op = the "
+			"server's event system calls per operation (perf on the host; UEPOLL_STATS in the "
+			"guest, when memcached frees its bases: else missing).",
 		.host = { { "-R 5 -t 4 -c 64 -d 5" } },
 		.host_quick = { { "-R 2 -t 4 -c 64 -d 2" } },
+		.guest = { { "-R 3 -t 4 -c 64 -d 5", 900 } },
+		.guest_quick = { { "-R 1 -t 4 -c 64 -d 2", 300 } },
 	},
 };
 #define NSCENARIOS (int)(sizeof(scenarios) / sizeof(scenarios[0]))
