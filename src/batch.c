@@ -388,15 +388,26 @@ static unsigned aux_sleep(struct uepoll *u, struct uepoll_aux *a, const struct u
 	return taken;
 }
 
+/*
+ * The lock: a batch holds it for its one io_uring_enter(); a sleeper (the
+ * harvester in uepoll_ctl_wait()) for its whole sleep.  A batch of another
+ * thread that finds it taken does not wait for the sleep to end: its
+ * changes go as plain epoll_ctl()s, one system call each.
+ */
 void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a,
 			    const struct uepoll_aux_ctl *c, int *res, unsigned n,
 			    struct uepoll_aux_sleep *sl)
 {
 	unsigned i, done = 0;
 
-	pthread_mutex_lock(&a->lock);
-	if (sl)
+	if (sl) {
 		sl->ret = 0;
+		pthread_mutex_lock(&a->lock);
+	} else if (n < 2 || pthread_mutex_trylock(&a->lock)) {
+		for (i = 0; i < n; i++)
+			res[i] = plain_ctl(u, &c[i]);
+		return;
+	}
 	if (sl && n < UEPOLL_AUX_MAX - 1 && aux_ready(u, a) && a->can_ctl &&
 	    (sl->evs ? a->can_epoll_wait : a->can_poll)) {
 		done = aux_sleep(u, a, c, res, n, sl);

@@ -185,7 +185,14 @@ static int ep_batch_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned n
 	pthread_mutex_lock(&p->lock);
 	while (i < n) {
 		run = ep_run(u, p, ch + i, n - i, q, qi, &nq);
-		__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, i + run == n ? sl : NULL);
+		if (sl && i + run == n) {
+			/* the sleep: not under the lock (native_batch_sleep()) */
+			pthread_mutex_unlock(&p->lock);
+			__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, sl);
+			pthread_mutex_lock(&p->lock);
+		} else {
+			__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, NULL);
+		}
 		for (k = 0; k < nq; k++) {
 			int known = fdmap_get(&p->map, q[k].fd) >= 0;
 

@@ -788,7 +788,16 @@ static int native_batch_sleep(struct uepoll *u, struct uepoll_change *ch, unsign
 	pthread_mutex_lock(&p->lock);
 	while (i < n) {
 		run = native_run(u, p, ch + i, n - i, q, qi, qw, &nq);
-		__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, i + run == n ? sl : NULL);
+		if (sl && i + run == n) {
+			/* the sleep: not under the lock, which other threads'
+			 * uepoll_ctl() take (their changes of these fds
+			 * meanwhile apply in the kernel's order) */
+			pthread_mutex_unlock(&p->lock);
+			__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, sl);
+			pthread_mutex_lock(&p->lock);
+		} else {
+			__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, NULL);
+		}
 		for (k = 0; k < nq; k++) {
 			struct uepoll_change *c;
 

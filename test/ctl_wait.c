@@ -14,6 +14,8 @@
  *    harvest of the event that ended it are one system call (uepoll_get_stats(3)); printed for every backend;
  *  - a level-triggered event still ready is reported again at once, the
  *    sleep not entered;
+ *  - the sleep holds no lock: another thread's uepoll_ctl() and batch
+ *    return at once, and its ADD of a ready fd ends the sleep;
  *  - a signal ends the sleep with -EINTR, the changes applied;
  *  - the call's own errors (-EINVAL, -EBADF) apply nothing.
  */
@@ -305,6 +307,69 @@ static void level(void)
 	uepoll_exit(&u);
 }
 
+struct other {
+	struct uepoll *u;
+	int64_t ctl_ms, batch_ms;
+	int ctl_res, batch_res[2];
+};
+
+/* while the harvester sleeps: a uepoll_ctl() and a batch of another thread */
+static void *other_thread(void *arg)
+{
+	struct other *o = arg;
+	struct timespec ts = { 0, 100 * 1000000 };
+	struct uepoll_change c[2];
+	int64_t t0;
+
+	nanosleep(&ts, NULL);
+	ch_set(&c[0], EPOLL_CTL_ADD, efd[2], EPOLLIN | EPOLLET, 62);
+	ch_set(&c[1], EPOLL_CTL_ADD, efd[3], EPOLLIN | EPOLLET, 63);
+	t0 = ms_now();
+	o->batch_res[0] = uepoll_ctl_batch(o->u, c, 2);
+	o->batch_res[1] = c[0].res | c[1].res;
+	o->batch_ms = ms_now() - t0;
+	t_write(efd[1]);
+	t0 = ms_now();
+	o->ctl_res = t_add(o->u, efd[1], EPOLLIN | EPOLLET, 61);
+	o->ctl_ms = ms_now() - t0;
+	return NULL;
+}
+
+/*
+ * The sleep holds no lock another thread's uepoll_ctl() or batch waits
+ * for: both return at once, and the ADD of a ready fd ends the sleep.
+ */
+static void concurrent(void)
+{
+	struct uepoll u;
+	struct uepoll_change c;
+	struct epoll_event evs[8];
+	struct other o = { .u = &u };
+	pthread_t t;
+	int r;
+	int64_t t0;
+
+	t_init(&u, 8);
+	uepoll_set_spin(&u, 0);
+	ch_set(&c, EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 60);
+	CHECK_EQ(pthread_create(&t, NULL, other_thread, &o), 0);
+	t0 = ms_now();
+	r = ctl_wait_retry(&u, &c, 1, evs, 8, 5000);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	CHECK_EQ(c.res, 0);
+	CHECK_EQ(o.batch_res[0], 2);
+	CHECK_EQ(o.batch_res[1], 0);
+	CHECK_EQ(o.ctl_res, 0);
+	if (o.batch_ms > 2000 || o.ctl_ms > 2000)
+		FAIL("another thread's batch took %lld ms, its uepoll_ctl %lld ms, while we slept",
+		     (long long)o.batch_ms, (long long)o.ctl_ms);
+	CHECK_EQ(r, 1);
+	CHECK_EQ(evs[0].data.u64, 61);
+	CHECK(ms_now() - t0 < 4000);
+	t_read(efd[1]);
+	uepoll_exit(&u);
+}
+
 static volatile sig_atomic_t hits;
 
 static void on_usr1(int sig)
@@ -391,6 +456,7 @@ int main(void)
 	order();
 	wake();
 	level();
+	concurrent();
 	intr();
 	bad_args();
 	setenv("UEPOLL_BATCH", "loop", 1);	/* the unfolded path */
