@@ -1651,6 +1651,29 @@ static double le_stop_checked(pid_t spid, FILE *sf, const char *be)
 	return stock ? -1 : sys;
 }
 
+/*
+ * Wait (up to 5 s) until nothing listens on port: a server on the uring
+ * backend keeps its listening socket alive for a while after it exited
+ * (its polls hold the file until the kernel's teardown of the ring ends),
+ * and the next server's bind would fail with EADDRINUSE.
+ */
+static void port_free_wait(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	for (int i = 0; i < 100; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int busy = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+
+		if (fd >= 0)
+			close(fd);
+		if (!busy)
+			return;
+		usleep(50000);
+	}
+}
+
 static long bh_requests = 20000;
 
 /* libevent's bench_httpclient: 200 connections, 20,000 HTTP/1.0 requests to :8080 */
@@ -1698,6 +1721,7 @@ static int run_bench_http(const char *be, int p, double *out)
 	if (!dir)
 		return -1;
 	snprintf(srv, sizeof(srv), "%s/bench_http", dir);
+	port_free_wait(8080);
 	spid = spawn_le(argv, be, NULL, &sf);
 	if (spid < 0)
 		return -1;
@@ -1949,6 +1973,7 @@ static int run_memcached(const char *be, int p, double *out)
 	snprintf(libdir, sizeof(libdir), "%s/../lib", dir);
 	snprintf(port_s, sizeof(port_s), "%d", port);
 	snprintf(thr, sizeof(thr), "%ld", mc_threads);
+	port_free_wait(port);
 	le_drop_root = mc && *mc;
 	if (le_drop_root) {
 		argv[0] = (char *)mc;

@@ -17,8 +17,8 @@
  * per event, as libevent's bufferevents read.  -batch: the ADDs and DELs
  * of one pass over the events go to the library as one changelist
  * (as libevent's changelist
- * does), handed to the next wait, uepoll_ctl_wait(3), and the sockets
- * are closed after it.
+ * does), handed to the next wait, uepoll_ctl_wait(3); a socket is closed
+ * when its DEL is queued, as libevent closes it.
  * --plain-epoll-lt: the reference, no library: epoll_create1, sockets
  * level-triggered, one read per readiness, close without DEL.
  *
@@ -183,18 +183,27 @@ static int listen_on(const char *addr, int port)
 
 /* ---- library mode ---------------------------------------------------------- */
 
-/* -batch: the changes of one pass, and the sockets to close after them */
+/*
+ * -batch: the changes of one pass.  A socket is closed when its DEL is
+ * queued, as libevent closes it before its changelist reaches the
+ * backend: its DEL then finds it gone (EBADF, or ENOENT when the number
+ * was taken again), which is no error.  Closing only after the wait
+ * would leave the client waiting for the end of the answer until the
+ * next wake-up.
+ */
 #define CHMAX	512
 static struct uepoll_change chl[CHMAX];
 static int nch, batch_mode;
-static int to_close[CHMAX], nclose;
 
-/* the results of the changes applied (r >= 0 or -EINTR), then the closes */
+/* the results of the changes applied (r >= 0 or -EINTR) */
 static void changes_done(int r)
 {
 	int i;
 
 	for (i = 0; (r >= 0 || r == -EINTR) && i < nch; i++) {
+		if (chl[i].op == EPOLL_CTL_DEL &&
+		    (chl[i].res == -EBADF || chl[i].res == -ENOENT))
+			continue;
 		if (chl[i].res < 0) {
 			fprintf(stderr, "%s: %s %d: %s\n", tool_prog,
 				chl[i].op == EPOLL_CTL_ADD ? "ADD" : "DEL", chl[i].fd,
@@ -205,9 +214,6 @@ static void changes_done(int r)
 		}
 	}
 	nch = 0;
-	for (i = 0; i < nclose; i++)
-		close(to_close[i]);
-	nclose = 0;
 }
 
 static void flush_changes(struct uepoll *u)
@@ -249,7 +255,7 @@ static void change(struct uepoll *u, int op, int fd, const struct epoll_event *e
 	int r;
 
 	if (batch_mode) {
-		if (nch == CHMAX || nclose == CHMAX)
+		if (nch == CHMAX)
 			flush_changes(u);
 		memset(&chl[nch], 0, sizeof(chl[nch]));
 		chl[nch].op = op;
@@ -258,7 +264,7 @@ static void change(struct uepoll *u, int op, int fd, const struct epoll_event *e
 			chl[nch].ev = *ev;
 		nch++;
 		if (op == EPOLL_CTL_DEL)
-			to_close[nclose++] = fd;
+			close(fd);
 		return;
 	}
 	r = uepoll_ctl(u, op, fd, (struct epoll_event *)ev);
