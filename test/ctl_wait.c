@@ -10,8 +10,9 @@
  *    that event (timeout -1), a DEL of a ready fd reports nothing;
  *  - a write from another thread ends the sleep;
  *  - where the backend folds the changes into the sleep (native with
- *    io_uring, epoll with IORING_OP_EPOLL_WAIT), changes + sleep + the
- *    harvest of the event that ended it are one system call (uepoll_get_stats(3)); printed for every backend;
+ *    io_uring, epoll with IORING_OP_EPOLL_WAIT; not under valgrind),
+ *    changes + sleep + the harvest of the event that ended it are one
+ *    system call (uepoll_get_stats(3)); printed for every backend;
  *  - a level-triggered event still ready is reported again at once, the
  *    sleep not entered;
  *  - the sleep holds no lock: another thread's uepoll_ctl() and batch
@@ -45,6 +46,17 @@ static int64_t ms_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+/* the library folds nothing under valgrind (batch.c) */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define under_valgrind()	RUNNING_ON_VALGRIND
+#endif
+#endif
+#ifndef under_valgrind
+#define under_valgrind()	0
+#endif
 
 /* the kernel's io_uring has operation op */
 static int uring_has(int op)
@@ -231,7 +243,7 @@ static void wake(void)
 	t_init(&u, 8);
 	/* folded: native (a poll of the ring), epoll where the kernel has
 	 * IORING_OP_EPOLL_WAIT (59, Linux 6.15) */
-	folded = uepoll_backend_probe(UEPOLL_BACKEND_URING) == 0 &&
+	folded = uepoll_backend_probe(UEPOLL_BACKEND_URING) == 0 && !under_valgrind() &&
 		 !(getenv("UEPOLL_BATCH") && !strcmp(getenv("UEPOLL_BATCH"), "loop")) &&
 		 (!strcmp(uepoll_backend_name(&u), "native") ||
 		  (!strcmp(uepoll_backend_name(&u), "epoll") && uring_has(59)));
