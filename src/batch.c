@@ -62,9 +62,6 @@ enum { AUX_UNTRIED, AUX_READY, AUX_OFF };
 #define UD_SLEEP	(~0ull)
 #define UD_CANCEL	(~0ull - 1)	/* the cancel of an epoll wait */
 
-/* Linux 6.15; liburing 2.3's header predates it */
-#define UEPOLL_OP_EPOLL_WAIT	59
-
 struct uepoll_aux {
 	pthread_mutex_t lock;
 	int state;		/* AUX_* */
@@ -409,7 +406,10 @@ static unsigned aux_sleep(struct uepoll *u, struct uepoll_aux *a, const struct u
  * The lock: a batch holds it for its one io_uring_enter(); a sleeper (the
  * harvester in uepoll_ctl_wait()) for its whole sleep.  A batch of another
  * thread that finds it taken does not wait for the sleep to end: its
- * changes go as plain epoll_ctl()s, one system call each.
+ * changes go as plain epoll_ctl()s, one system call each.  A sleeper
+ * releases the caller's lock, sl->drop, for the call (the backend's, which
+ * other threads' uepoll_ctl() take: their changes of these fds meanwhile
+ * apply in the kernel's order) and takes it again before returning.
  */
 void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a,
 			    const struct uepoll_aux_ctl *c, int *res, unsigned n,
@@ -419,6 +419,7 @@ void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a,
 
 	if (sl) {
 		sl->ret = 0;
+		pthread_mutex_unlock(sl->drop);
 		pthread_mutex_lock(&a->lock);
 	} else if (n < 2 || pthread_mutex_trylock(&a->lock)) {
 		for (i = 0; i < n; i++)
@@ -437,6 +438,8 @@ void __uepoll_aux_epoll_ctl(struct uepoll *u, struct uepoll_aux *a,
 	for (i = done; i < n; i++)
 		res[i] = plain_ctl(u, &c[i]);
 	pthread_mutex_unlock(&a->lock);
+	if (sl)
+		pthread_mutex_lock(sl->drop);
 }
 
 void __uepoll_aux_fd_kinds(struct uepoll *u, struct uepoll_aux *a, const int *fds,

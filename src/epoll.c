@@ -185,14 +185,8 @@ static int ep_batch_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned n
 	pthread_mutex_lock(&p->lock);
 	while (i < n) {
 		run = ep_run(u, p, ch + i, n - i, q, qi, &nq);
-		if (sl && i + run == n) {
-			/* the sleep: not under the lock (native_batch_sleep()) */
-			pthread_mutex_unlock(&p->lock);
-			__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, sl);
-			pthread_mutex_lock(&p->lock);
-		} else {
-			__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, NULL);
-		}
+		/* the last run carries the sleep (it releases p->lock for it) */
+		__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, i + run == n ? sl : NULL);
 		for (k = 0; k < nq; k++) {
 			int known = fdmap_get(&p->map, q[k].fd) >= 0;
 
@@ -230,8 +224,9 @@ static int ep_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 static int ep_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 			struct epoll_event *evs, int max, int timeout_ms)
 {
+	struct ep_priv *p = u->priv;
 	struct uepoll_aux_sleep sl = {
-		.fd = u->fd, .timeout_ms = timeout_ms, .evs = evs, .max = max,
+		.drop = &p->lock, .fd = u->fd, .timeout_ms = timeout_ms, .evs = evs, .max = max,
 	};
 	int ret = ep_batch_sleep(u, ch, n, &sl);
 

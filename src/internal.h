@@ -131,6 +131,8 @@ extern __thread struct uepoll_ident __uepoll_ident __hidden;
  * system call each.  One user at a time (its own lock).
  */
 #define UEPOLL_AUX_MAX	256u
+/* IORING_OP_EPOLL_WAIT, Linux 6.15; liburing 2.3's header predates it */
+#define UEPOLL_OP_EPOLL_WAIT	59
 struct uepoll_aux;
 struct uepoll_aux_ctl {
 	int epfd;		/* the epoll instance it applies to */
@@ -151,6 +153,7 @@ struct uepoll_aux_ctl {
  * caller sleeps its own way.
  */
 struct uepoll_aux_sleep {
+	pthread_mutex_t *drop;	/* held by the caller; released while it sleeps */
 	int fd;
 	int timeout_ms;
 	struct epoll_event *evs;

@@ -788,16 +788,8 @@ static int native_batch_sleep(struct uepoll *u, struct uepoll_change *ch, unsign
 	pthread_mutex_lock(&p->lock);
 	while (i < n) {
 		run = native_run(u, p, ch + i, n - i, q, qi, qw, &nq);
-		if (sl && i + run == n) {
-			/* the sleep: not under the lock, which other threads'
-			 * uepoll_ctl() take (their changes of these fds
-			 * meanwhile apply in the kernel's order) */
-			pthread_mutex_unlock(&p->lock);
-			__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, sl);
-			pthread_mutex_lock(&p->lock);
-		} else {
-			__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, NULL);
-		}
+		/* the last run carries the sleep (it releases p->lock for it) */
+		__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, i + run == n ? sl : NULL);
 		for (k = 0; k < nq; k++) {
 			struct uepoll_change *c;
 
@@ -848,7 +840,8 @@ static int native_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 static int native_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 			    struct epoll_event *evs, int max, int timeout_ms)
 {
-	struct uepoll_aux_sleep sl = { .fd = u->fd, .timeout_ms = timeout_ms };
+	struct native_priv *p = u->priv;
+	struct uepoll_aux_sleep sl = { .drop = &p->lock, .fd = u->fd, .timeout_ms = timeout_ms };
 	int ret;
 
 	(void)evs;

@@ -553,6 +553,15 @@ static int wait_more(struct uepoll *u, const struct uepoll_ops *ops,
 	}
 }
 
+/* the backend's own wait (epoll), or the generic loop */
+static int wait_backend(struct uepoll *u, const struct uepoll_ops *ops,
+			struct epoll_event *evs, int max, int timeout_ms)
+{
+	if (ops->wait)
+		return ops->wait(u, evs, max, timeout_ms);
+	return wait_more(u, ops, evs, max, timeout_ms);
+}
+
 static int wait_(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms)
 {
 	const struct uepoll_ops *ops;
@@ -565,9 +574,7 @@ static int wait_(struct uepoll *u, struct epoll_event *evs, int max, int timeout
 		return -EINVAL;
 	ops = ops_of(u->backend);
 	HSTAT(u, waits, 1);
-	if (ops->wait)
-		return ops->wait(u, evs, max, timeout_ms);
-	return wait_more(u, ops, evs, max, timeout_ms);
+	return wait_backend(u, ops, evs, max, timeout_ms);
 }
 
 /* what is left of a timeout (-1: none) at deadline */
@@ -644,9 +651,7 @@ static int ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 		return ret;	/* events, or -EINTR */
 	if (add_mod_failed(ch, n))
 		return 0;
-	if (ops->wait)
-		return ops->wait(u, evs, max, remaining_ms(deadline, timeout_ms));
-	return wait_more(u, ops, evs, max, remaining_ms(deadline, timeout_ms));
+	return wait_backend(u, ops, evs, max, remaining_ms(deadline, timeout_ms));
 }
 
 /*

@@ -176,11 +176,11 @@ static int uring_probe(void)
 
 /*
  * The automatic choice passes uring over where the kernel has
- * IORING_OP_EPOLL_WAIT (59, Linux 6.15): the epoll backend then folds
+ * IORING_OP_EPOLL_WAIT (Linux 6.15): the epoll backend then folds
  * uepoll_ctl_wait() into one io_uring_enter(), and uring, measured there,
- * loses to epoll where connections come and go (tcp 0.82x), with one
- * producer (0.81x) and in idle CPU (1.6x): the default must never lose
- * (README, "Backends").
+ * loses to epoll where connections come and go, with one producer and in
+ * idle CPU: the default must never lose (README, "Backends", has the
+ * figures).
  * UEPOLL_URING_AUTO=1 keeps uring in the choice (tests, measurements).
  */
 static int uring_pass_over(void)
@@ -196,7 +196,7 @@ static int uring_pass_over(void)
 		return 0;
 	probe = io_uring_get_probe_ring(&ring);
 	if (probe) {
-		ret = io_uring_opcode_supported(probe, 59);
+		ret = io_uring_opcode_supported(probe, UEPOLL_OP_EPOLL_WAIT);
 		io_uring_free_probe(probe);
 	}
 	io_uring_queue_exit(&ring);
