@@ -22,54 +22,44 @@
 
 static int efd[NEFD], closed_fd, reg_fd, dir_fd;
 
-static void ch_set(struct uepoll_change *c, int op, int fd, uint32_t events, uint64_t data)
-{
-	memset(c, 0, sizeof(*c));
-	c->op = op;
-	c->fd = fd;
-	c->ev.events = events;
-	c->ev.data.u64 = data;
-	c->res = 12345;
-}
-
 /* the mixed sequence; returns its length */
 static int mixed(struct uepoll_change *c, int lt)
 {
 	const uint32_t ET = EPOLLIN | EPOLLET;
 	int n = 0;
 
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[0], ET, 100);	/* 0 */
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[0], ET, 101);	/* EEXIST */
-	ch_set(&c[n++], EPOLL_CTL_MOD, efd[1], ET, 102);	/* ENOENT */
-	ch_set(&c[n++], EPOLL_CTL_DEL, efd[1], 0, 0);		/* ENOENT */
-	ch_set(&c[n++], EPOLL_CTL_ADD, closed_fd, ET, 103);	/* EBADF */
-	ch_set(&c[n++], EPOLL_CTL_ADD, -1, ET, 104);		/* EBADF */
-	ch_set(&c[n++], EPOLL_CTL_DEL, closed_fd, 0, 0);	/* EBADF */
-	ch_set(&c[n++], EPOLL_CTL_ADD, reg_fd, ET, 105);	/* EPERM */
-	ch_set(&c[n++], EPOLL_CTL_ADD, dir_fd, ET, 106);	/* EPERM */
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[2], ET | EPOLLEXCLUSIVE | EPOLLOUT, 107); /* EINVAL */
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[2], EPOLLIN, 108);	/* EINVAL, or 0 where LT */
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[0], ET, 100);	/* 0 */
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[0], ET, 101);	/* EEXIST */
+	t_change(&c[n++], EPOLL_CTL_MOD, efd[1], ET, 102);	/* ENOENT */
+	t_change(&c[n++], EPOLL_CTL_DEL, efd[1], 0, 0);		/* ENOENT */
+	t_change(&c[n++], EPOLL_CTL_ADD, closed_fd, ET, 103);	/* EBADF */
+	t_change(&c[n++], EPOLL_CTL_ADD, -1, ET, 104);		/* EBADF */
+	t_change(&c[n++], EPOLL_CTL_DEL, closed_fd, 0, 0);	/* EBADF */
+	t_change(&c[n++], EPOLL_CTL_ADD, reg_fd, ET, 105);	/* EPERM */
+	t_change(&c[n++], EPOLL_CTL_ADD, dir_fd, ET, 106);	/* EPERM */
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[2], ET | EPOLLEXCLUSIVE | EPOLLOUT, 107); /* EINVAL */
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[2], EPOLLIN, 108);	/* EINVAL, or 0 where LT */
 	if (lt)
-		ch_set(&c[n++], EPOLL_CTL_MOD, efd[2], ET, 109);	/* 0 */
-	ch_set(&c[n++], 42, efd[3], ET, 110);			/* EINVAL: op */
-	ch_set(&c[n++], EPOLL_CTL_ADD, OWN, ET, 111);		/* EINVAL: itself */
-	ch_set(&c[n++], EPOLL_CTL_ADD, closed_fd, EPOLLIN | EPOLLEXCLUSIVE, 112); /* EBADF first */
-	ch_set(&c[n++], EPOLL_CTL_ADD, reg_fd, EPOLLIN, 113);	/* EPERM first */
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[3], ET, 114);	/* ADD, MOD, DEL: gone */
-	ch_set(&c[n++], EPOLL_CTL_MOD, efd[3], ET | EPOLLOUT, 115);
-	ch_set(&c[n++], EPOLL_CTL_DEL, efd[3], 0, 0);
-	ch_set(&c[n++], EPOLL_CTL_MOD, efd[3], ET, 116);	/* ENOENT */
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[4], ET, 117);	/* ADD, DEL, ADD: 118 */
-	ch_set(&c[n++], EPOLL_CTL_DEL, efd[4], 0, 0);
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[4], ET, 118);
-	ch_set(&c[n++], EPOLL_CTL_MOD, efd[0], ET | EPOLLWAKEUP, 119);	/* 0: new data */
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[5], ET, 120);	/* ADD, MOD: 121 */
-	ch_set(&c[n++], EPOLL_CTL_MOD, efd[5], ET | EPOLLEXCLUSIVE, 122);	/* EINVAL */
-	ch_set(&c[n++], EPOLL_CTL_MOD, efd[5], ET, 121);
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[6], ET, 123);	/* 4th: ENOSPC at n = 4 */
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[7], ET, 124);	/* ENOSPC */
-	ch_set(&c[n++], EPOLL_CTL_DEL, efd[6], 0, 0);		/* 0 or ENOENT */
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[7], ET, 125);	/* ENOSPC or 0 */
+		t_change(&c[n++], EPOLL_CTL_MOD, efd[2], ET, 109);	/* 0 */
+	t_change(&c[n++], 42, efd[3], ET, 110);			/* EINVAL: op */
+	t_change(&c[n++], EPOLL_CTL_ADD, OWN, ET, 111);		/* EINVAL: itself */
+	t_change(&c[n++], EPOLL_CTL_ADD, closed_fd, EPOLLIN | EPOLLEXCLUSIVE, 112); /* EBADF first */
+	t_change(&c[n++], EPOLL_CTL_ADD, reg_fd, EPOLLIN, 113);	/* EPERM first */
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[3], ET, 114);	/* ADD, MOD, DEL: gone */
+	t_change(&c[n++], EPOLL_CTL_MOD, efd[3], ET | EPOLLOUT, 115);
+	t_change(&c[n++], EPOLL_CTL_DEL, efd[3], 0, 0);
+	t_change(&c[n++], EPOLL_CTL_MOD, efd[3], ET, 116);	/* ENOENT */
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[4], ET, 117);	/* ADD, DEL, ADD: 118 */
+	t_change(&c[n++], EPOLL_CTL_DEL, efd[4], 0, 0);
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[4], ET, 118);
+	t_change(&c[n++], EPOLL_CTL_MOD, efd[0], ET | EPOLLWAKEUP, 119);	/* 0: new data */
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[5], ET, 120);	/* ADD, MOD: 121 */
+	t_change(&c[n++], EPOLL_CTL_MOD, efd[5], ET | EPOLLEXCLUSIVE, 122);	/* EINVAL */
+	t_change(&c[n++], EPOLL_CTL_MOD, efd[5], ET, 121);
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[6], ET, 123);	/* 4th: ENOSPC at n = 4 */
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[7], ET, 124);	/* ENOSPC */
+	t_change(&c[n++], EPOLL_CTL_DEL, efd[6], 0, 0);		/* 0 or ENOENT */
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[7], ET, 125);	/* ENOSPC or 0 */
 	return n;
 }
 
@@ -188,7 +178,7 @@ static uint64_t sys_of(const struct uepoll *u)
 static void fill(struct uepoll_change *c, const int *fds, int op, uint64_t base)
 {
 	for (int i = 0; i < BIG; i++)
-		ch_set(&c[i], op, fds[i], EPOLLIN | EPOLLET, base + (uint64_t)i);
+		t_change(&c[i], op, fds[i], EPOLLIN | EPOLLET, base + (uint64_t)i);
 }
 
 /* 256 ADDs, DELs, ADDs in batches: the system calls; then the events */
@@ -263,7 +253,7 @@ static void bad_args(void)
 	struct uepoll_change c;
 
 	memset(&u, 0, sizeof(u));
-	ch_set(&c, EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 1);
+	t_change(&c, EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 1);
 	CHECK_EQ(uepoll_ctl_batch(NULL, &c, 1), -EINVAL);
 	CHECK_EQ(uepoll_ctl_batch(&u, &c, 1), -EINVAL);	/* not initialised */
 	t_init(&u, 4);

@@ -29,16 +29,6 @@
 
 static int efd[4], closed_fd, reg_fd;
 
-static void ch_set(struct uepoll_change *c, int op, int fd, uint32_t events, uint64_t data)
-{
-	memset(c, 0, sizeof(*c));
-	c->op = op;
-	c->fd = fd;
-	c->ev.events = events;
-	c->ev.data.u64 = data;
-	c->res = 12345;
-}
-
 static int64_t ms_now(void)
 {
 	struct timespec ts;
@@ -104,17 +94,17 @@ static void parity(void)
 
 	t_init(&uw, 8);
 	t_init(&us, 8);
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[0], ET, 1);		/* 0 */
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[0], ET, 2);		/* EEXIST */
-	ch_set(&c[n++], EPOLL_CTL_MOD, efd[1], ET, 3);		/* ENOENT */
-	ch_set(&c[n++], EPOLL_CTL_ADD, closed_fd, ET, 4);	/* EBADF */
-	ch_set(&c[n++], EPOLL_CTL_ADD, reg_fd, ET, 5);		/* EPERM */
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[1], ET | EPOLLEXCLUSIVE | EPOLLOUT, 6); /* EINVAL */
-	ch_set(&c[n++], EPOLL_CTL_ADD, efd[2], ET, 7);		/* ADD, MOD, DEL */
-	ch_set(&c[n++], EPOLL_CTL_MOD, efd[2], ET | EPOLLOUT, 8);
-	ch_set(&c[n++], EPOLL_CTL_DEL, efd[2], 0, 0);
-	ch_set(&c[n++], EPOLL_CTL_DEL, efd[2], 0, 0);		/* ENOENT */
-	ch_set(&c[n++], EPOLL_CTL_MOD, efd[0], ET, 9);		/* 0 */
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[0], ET, 1);		/* 0 */
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[0], ET, 2);		/* EEXIST */
+	t_change(&c[n++], EPOLL_CTL_MOD, efd[1], ET, 3);		/* ENOENT */
+	t_change(&c[n++], EPOLL_CTL_ADD, closed_fd, ET, 4);	/* EBADF */
+	t_change(&c[n++], EPOLL_CTL_ADD, reg_fd, ET, 5);		/* EPERM */
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[1], ET | EPOLLEXCLUSIVE | EPOLLOUT, 6); /* EINVAL */
+	t_change(&c[n++], EPOLL_CTL_ADD, efd[2], ET, 7);		/* ADD, MOD, DEL */
+	t_change(&c[n++], EPOLL_CTL_MOD, efd[2], ET | EPOLLOUT, 8);
+	t_change(&c[n++], EPOLL_CTL_DEL, efd[2], 0, 0);
+	t_change(&c[n++], EPOLL_CTL_DEL, efd[2], 0, 0);		/* ENOENT */
+	t_change(&c[n++], EPOLL_CTL_MOD, efd[0], ET, 9);		/* 0 */
 	errno = 4242;
 	t0 = ms_now();
 	r = ctl_wait_retry(&uw, c, (unsigned)n, evs, 8, 3000);
@@ -135,9 +125,9 @@ static void parity(void)
 	CHECK_EQ(c[5].res, -EINVAL);
 	CHECK_EQ(c[9].res, -ENOENT);
 	/* a DEL that fails: the sleep goes on */
-	ch_set(&c[0], EPOLL_CTL_DEL, efd[3], 0, 0);		/* ENOENT */
-	ch_set(&c[1], EPOLL_CTL_DEL, closed_fd, 0, 0);		/* EBADF */
-	ch_set(&c[2], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 10);
+	t_change(&c[0], EPOLL_CTL_DEL, efd[3], 0, 0);		/* ENOENT */
+	t_change(&c[1], EPOLL_CTL_DEL, closed_fd, 0, 0);		/* EBADF */
+	t_change(&c[2], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 10);
 	t0 = ms_now();
 	r = ctl_wait_retry(&uw, c, 3, evs, 8, 100);
 	CHECK_EQ(r, 0);
@@ -146,9 +136,9 @@ static void parity(void)
 	CHECK_EQ(c[1].res, -EBADF);
 	CHECK_EQ(c[2].res, 0);
 	/* an ADD that fails first: the changes after it apply all the same */
-	ch_set(&c[0], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 11);	/* EEXIST */
-	ch_set(&c[1], EPOLL_CTL_DEL, efd[1], 0, 0);
-	ch_set(&c[2], EPOLL_CTL_ADD, efd[3], EPOLLIN | EPOLLET, 12);
+	t_change(&c[0], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 11);	/* EEXIST */
+	t_change(&c[1], EPOLL_CTL_DEL, efd[1], 0, 0);
+	t_change(&c[2], EPOLL_CTL_ADD, efd[3], EPOLLIN | EPOLLET, 12);
 	t0 = ms_now();
 	r = ctl_wait_retry(&uw, c, 3, evs, 8, 3000);
 	CHECK_EQ(r, 0);
@@ -160,15 +150,15 @@ static void parity(void)
 	CHECK_EQ(t_add(&uw, efd[3], EPOLLIN | EPOLLET, 14), -EEXIST);
 	/* ... and nothing harvested: the ready efd[3] waits for the next call */
 	t_write(efd[3]);
-	ch_set(&c[0], EPOLL_CTL_MOD, efd[2], EPOLLIN | EPOLLET, 15);	/* ENOENT */
+	t_change(&c[0], EPOLL_CTL_MOD, efd[2], EPOLLIN | EPOLLET, 15);	/* ENOENT */
 	CHECK_EQ(ctl_wait_retry(&uw, c, 1, evs, 8, 3000), 0);
 	CHECK_EQ(c[0].res, -ENOENT);
 	r = uepoll_wait(&uw, evs, 8, 1000);
 	CHECK_EQ(r, 1);
 	CHECK_EQ(evs[0].data.u64, 12);
 	t_read(efd[3]);
-	ch_set(&c[0], EPOLL_CTL_DEL, efd[1], 0, 0);
-	ch_set(&c[1], EPOLL_CTL_DEL, efd[3], 0, 0);
+	t_change(&c[0], EPOLL_CTL_DEL, efd[1], 0, 0);
+	t_change(&c[1], EPOLL_CTL_DEL, efd[3], 0, 0);
 	CHECK_EQ(uepoll_ctl_batch(&uw, c, 2), 2);
 	CHECK_EQ(c[0].res, 0);
 	CHECK_EQ(c[1].res, 0);
@@ -192,8 +182,8 @@ static void order(void)
 
 	t_init(&u, 8);
 	t_write(efd[0]);
-	ch_set(&c[0], EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 10);
-	ch_set(&c[1], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 11);
+	t_change(&c[0], EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 10);
+	t_change(&c[1], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 11);
 	r = ctl_wait_retry(&u, c, 2, evs, 8, -1);
 	CHECK_EQ(c[0].res, 0);
 	CHECK_EQ(c[1].res, 0);
@@ -202,12 +192,12 @@ static void order(void)
 	CHECK_EQ(evs[0].events, EPOLLIN);
 	/* efd[1] written, then deleted in the call: nothing of it */
 	t_write(efd[1]);
-	ch_set(&c[0], EPOLL_CTL_DEL, efd[1], 0, 0);
+	t_change(&c[0], EPOLL_CTL_DEL, efd[1], 0, 0);
 	r = ctl_wait_retry(&u, c, 1, evs, 8, 100);
 	CHECK_EQ(c[0].res, 0);
 	CHECK_EQ(r, 0);
 	/* timeout 0: the changes, then one harvest */
-	ch_set(&c[0], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 12);
+	t_change(&c[0], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 12);
 	r = uepoll_ctl_wait(&u, c, 1, evs, 8, 0);
 	CHECK_EQ(c[0].res, 0);
 	CHECK_EQ(r, 1);
@@ -248,12 +238,12 @@ static void wake(void)
 		 (!strcmp(uepoll_backend_name(&u), "native") ||
 		  (!strcmp(uepoll_backend_name(&u), "epoll") && uring_has(59)));
 	/* warm: the helper ring is set up at the first use */
-	ch_set(&c[0], EPOLL_CTL_ADD, efd[3], EPOLLIN | EPOLLET, 30);
+	t_change(&c[0], EPOLL_CTL_ADD, efd[3], EPOLLIN | EPOLLET, 30);
 	CHECK_EQ(ctl_wait_retry(&u, c, 1, evs, 8, 10), 0);
 	CHECK_EQ(c[0].res, 0);
 
-	ch_set(&c[0], EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 20);
-	ch_set(&c[1], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 21);
+	t_change(&c[0], EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 20);
+	t_change(&c[1], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 21);
 	CHECK_EQ(pthread_create(&t, NULL, late_writer, &efd[1]), 0);
 	uepoll_set_spin(&u, 0);
 	s0 = syscalls_of(&u);
@@ -268,8 +258,8 @@ static void wake(void)
 	CHECK(ms_now() - t0 < 4000);
 
 	t_write(efd[2]);
-	ch_set(&c[0], EPOLL_CTL_DEL, efd[0], 0, 0);
-	ch_set(&c[1], EPOLL_CTL_ADD, efd[2], EPOLLIN | EPOLLET, 22);
+	t_change(&c[0], EPOLL_CTL_DEL, efd[0], 0, 0);
+	t_change(&c[1], EPOLL_CTL_ADD, efd[2], EPOLLIN | EPOLLET, 22);
 	s0 = syscalls_of(&u);
 	r = ctl_wait_retry(&u, c, 2, evs, 8, 5000);
 	s_ready = syscalls_of(&u) - s0;
@@ -308,7 +298,7 @@ static void level(void)
 	CHECK_EQ(r, 1);
 	CHECK_EQ(evs[0].data.u64, 40);
 	/* not read: still ready */
-	ch_set(&c, EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 41);
+	t_change(&c, EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 41);
 	t0 = ms_now();
 	r = ctl_wait_retry(&u, &c, 1, evs, 8, 3000);
 	CHECK_EQ(c.res, 0);
@@ -334,8 +324,8 @@ static void *other_thread(void *arg)
 	int64_t t0;
 
 	nanosleep(&ts, NULL);
-	ch_set(&c[0], EPOLL_CTL_ADD, efd[2], EPOLLIN | EPOLLET, 62);
-	ch_set(&c[1], EPOLL_CTL_ADD, efd[3], EPOLLIN | EPOLLET, 63);
+	t_change(&c[0], EPOLL_CTL_ADD, efd[2], EPOLLIN | EPOLLET, 62);
+	t_change(&c[1], EPOLL_CTL_ADD, efd[3], EPOLLIN | EPOLLET, 63);
 	t0 = ms_now();
 	o->batch_res[0] = uepoll_ctl_batch(o->u, c, 2);
 	o->batch_res[1] = c[0].res | c[1].res;
@@ -363,7 +353,7 @@ static void concurrent(void)
 
 	t_init(&u, 8);
 	uepoll_set_spin(&u, 0);
-	ch_set(&c, EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 60);
+	t_change(&c, EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 60);
 	CHECK_EQ(pthread_create(&t, NULL, other_thread, &o), 0);
 	t0 = ms_now();
 	r = ctl_wait_retry(&u, &c, 1, evs, 8, 5000);
@@ -415,7 +405,7 @@ static void intr(void)
 	sigemptyset(&sa.sa_mask);
 	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);	/* no SA_RESTART */
 	t_init(&u, 8);
-	ch_set(&c, EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 50);
+	t_change(&c, EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 50);
 	CHECK_EQ(pthread_create(&t, NULL, late_signal, &self), 0);
 	t0 = ms_now();
 	r = uepoll_ctl_wait(&u, &c, 1, evs, 8, 5000);
@@ -437,7 +427,7 @@ static void bad_args(void)
 	struct epoll_event evs[4];
 
 	memset(&u, 0, sizeof(u));
-	ch_set(&c, EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 1);
+	t_change(&c, EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 1);
 	CHECK_EQ(uepoll_ctl_wait(NULL, &c, 1, evs, 4, 0), -EINVAL);
 	CHECK_EQ(uepoll_ctl_wait(&u, &c, 1, evs, 4, 0), -EINVAL);	/* not initialised */
 	t_init(&u, 4);

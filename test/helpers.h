@@ -116,6 +116,18 @@ static inline int t_mod(struct uepoll *u, int fd, uint32_t events, uint64_t data
 	return uepoll_ctl(u, EPOLL_CTL_MOD, fd, &ev);
 }
 
+/* one change of a batch; res 12345 until the library sets it */
+static inline void t_change(struct uepoll_change *c, int op, int fd, uint32_t events,
+			    uint64_t data)
+{
+	memset(c, 0, sizeof(*c));
+	c->op = op;
+	c->fd = fd;
+	c->ev.events = events;
+	c->ev.data.u64 = data;
+	c->res = 12345;
+}
+
 /* every event of one batch must have a distinct data (guarantee 2) */
 static inline void t_check_distinct(const struct epoll_event *evs, int n)
 {

@@ -1656,6 +1656,19 @@ static double le_stop_checked(pid_t spid, FILE *sf, const char *be)
 	return stock ? -1 : sys;
 }
 
+/* 1 if something listens on the loopback's port (a connect succeeds) */
+static int port_listening(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
 /*
  * Wait (up to 5 s) until nothing listens on port: a server on the uring
  * backend keeps its listening socket alive for a while after it exited
@@ -1664,19 +1677,8 @@ static double le_stop_checked(pid_t spid, FILE *sf, const char *be)
  */
 static void port_free_wait(int port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-
-	for (int i = 0; i < 100; i++) {
-		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		int busy = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-
-		if (fd >= 0)
-			close(fd);
-		if (!busy)
-			return;
+	for (int i = 0; i < 100 && port_listening(port); i++)
 		usleep(50000);
-	}
 }
 
 static long bh_requests = 20000;
@@ -1777,16 +1779,8 @@ static double mc_seconds = 5;
 
 static int mc_wait_port(int port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-
 	for (int i = 0; i < 100; i++) {
-		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-
-		if (fd >= 0)
-			close(fd);
-		if (ok)
+		if (port_listening(port))
 			return 0;
 		usleep(50000);
 	}
