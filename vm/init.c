@@ -47,6 +47,10 @@
  *   uepoll.probe          exit at once with code 0 (accelerator probe)
  *   uepoll.only=A,B       run only the listed programs
  *   uepoll.tscale=N       multiply every timeout by N (debug kernels)
+ *   uepoll.keyhold        hold one EPOLL_USERPOLL instance (n = 1,
+ *                         close-on-exec) from before the first program to
+ *                         the end, and give every program
+ *                         UEPOLL_GUEST_KEY_HELD=1; see hold_userpoll_key()
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -74,6 +78,7 @@
 #define MAX_ENV 16
 
 static volatile sig_atomic_t alarm_fired;
+static int key_held;	/* hold_userpoll_key() succeeded */
 static char cmdline[4096];
 
 static void on_alarm(int sig)
@@ -155,6 +160,34 @@ static int selected(const char *name)
 		if (!strcmp(tok, name))
 			return 1;
 	return 0;
+}
+
+/*
+ * The kernel's userpoll branches sit behind a static key that is on while
+ * an EPOLL_USERPOLL instance exists and goes off a second after the last
+ * one closes.  Each change rewrites kernel text with text_poke_bp():
+ * int3 on the site, the new bytes, every CPU synchronised.  QEMU's
+ * multi-threaded TCG (7.2, this project's guest) can still execute the
+ * int3 on the other vCPU after the last synchronisation: "Oops: int3" in
+ * do_epoll_wait() or do_epoll_ctl() within a few flips while another
+ * thread runs epoll (userpoll_keyflip_test reproduces it in three flips;
+ * with thread=single it passes forty).  So on that accelerator (vm/check
+ * passes uepoll.keyhold) the key is turned on once, here, while nothing
+ * else runs, and never turned off; userpoll_keyflip_test tests the flips
+ * in a single-threaded TCG boot (vm/check --accel tcg-single).
+ */
+static int hold_userpoll_key(void)
+{
+	int fd;
+
+	/* 463: epoll_create2 (uepoll/uapi.h); 1: EPOLL_USERPOLL */
+	fd = (int)syscall(463, 1 | O_CLOEXEC, 1);
+	if (fd < 0) {
+		say("UEPOLL-GUEST: uepoll.keyhold: epoll_create2: %s\n", strerror(errno));
+		return -1;
+	}
+	say("UEPOLL-GUEST: userpoll static key held (fd %d) for the whole run\n", fd);
+	return fd;
 }
 
 static void reap_orphans(void)
@@ -346,11 +379,13 @@ static int run_one(const char *label, char **argv, char **extra_env, int timeout
 		return 1;
 	}
 	if (pid == 0) {
-		char *envp[5 + MAX_ENV] = { "PATH=/tests:/bin:/sbin", "HOME=/tmp",
+		char *envp[6 + MAX_ENV] = { "PATH=/tests:/bin:/sbin", "HOME=/tmp",
 					    "TMPDIR=/tmp", "TERM=dumb" };
 		int n = 4;
 
-		while (*extra_env && n < 4 + MAX_ENV)
+		if (key_held)
+			envp[n++] = "UEPOLL_GUEST_KEY_HELD=1";
+		while (*extra_env && n < 5 + MAX_ENV)
 			envp[n++] = *extra_env++;
 		envp[n] = NULL;
 		setpgid(0, 0);
@@ -459,6 +494,8 @@ int main(void)
 	say("UEPOLL-GUEST: kernel %s %s, %ld CPUs online, init %.2f s after boot\n",
 	    un.release, un.version, sysconf(_SC_NPROCESSORS_ONLN), t0);
 
+	if (cmdline_opt("uepoll.keyhold", opt, sizeof(opt)) && hold_userpoll_key() >= 0)
+		key_held = 1;
 	kmemleak_baseline();
 	list = fopen("/tests/list", "r");
 	if (!list) {
