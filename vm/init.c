@@ -72,6 +72,7 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <uepoll/uapi.h>
 
 #define EXIT_PORT 0xf4
 #define MAX_ARGS 32
@@ -169,9 +170,10 @@ static int selected(const char *name)
  * int3 on the site, the new bytes, every CPU synchronised.  QEMU's
  * multi-threaded TCG (7.2, this project's guest) can still execute the
  * int3 on the other vCPU after the last synchronisation: "Oops: int3" in
- * do_epoll_wait() or do_epoll_ctl() within a few flips while another
- * thread runs epoll (userpoll_keyflip_test reproduces it in three flips;
- * with thread=single it passes forty).  So on that accelerator (vm/check
+ * ep_poll_callback(), do_epoll_wait() or do_epoll_ctl() within a few flips
+ * while other threads run epoll (a program flipping it every 1.4 s did so
+ * in 4 boots of 4, and survived 40 flips with thread=single; whether it
+ * happens depends on the boot, vm/README.md).  So on that accelerator (vm/check
  * passes uepoll.keyhold) the key is turned on once, here, while nothing
  * else runs, and never turned off; userpoll_keyflip_test tests the flips
  * in a single-threaded TCG boot (vm/check --accel tcg-single).
@@ -180,8 +182,7 @@ static int hold_userpoll_key(void)
 {
 	int fd;
 
-	/* 463: epoll_create2 (uepoll/uapi.h); 1: EPOLL_USERPOLL */
-	fd = (int)syscall(463, 1 | O_CLOEXEC, 1);
+	fd = (int)syscall(UEPOLL_NR_epoll_create2, EPOLL_USERPOLL | O_CLOEXEC, 1);
 	if (fd < 0) {
 		say("UEPOLL-GUEST: uepoll.keyhold: epoll_create2: %s\n", strerror(errno));
 		return -1;
