@@ -1640,17 +1640,16 @@ static double le_stop(pid_t spid, FILE *sf, const char *be)
 /*
  * SIGTERM the server and read all it wrote: -2 if it did not run the
  * backend asked for (le_ready()'s test on the whole output), else the
- * UEPOLL_STATS system calls summed over its instances (-1: none).
+ * UEPOLL_STATS system calls summed over its instances (-1: none), and in
+ * *nstats how many instances reported them.
  */
-static int le_stats_lines;	/* le_stop_checked(): the UEPOLL_STATS lines read */
-
-static double le_stop_checked(pid_t spid, FILE *sf, const char *be)
+static double le_stop_checked(pid_t spid, FILE *sf, const char *be, int *nstats)
 {
 	char line[512], want[64];
 	int stock = !strcmp(be, "stock-epoll"), method = 0, lib = stock;
 	double sys = -1;
 
-	le_stats_lines = 0;
+	*nstats = 0;
 	snprintf(want, sizeof(want), "uepoll backend: %s", be);
 	kill(spid, SIGTERM);
 	while (fgets(line, sizeof(line), sf)) {
@@ -1660,7 +1659,7 @@ static double le_stop_checked(pid_t spid, FILE *sf, const char *be)
 			lib = 1;
 		if (!strncmp(line, "uepoll-stats: ", 14)) {
 			sys = (sys < 0 ? 0 : sys) + kv(line + 14, "syscalls");
-			le_stats_lines++;
+			(*nstats)++;
 		}
 	}
 	fclose(sf);
@@ -1978,7 +1977,7 @@ static int run_memcached(const char *be, int p, double *out)
 			 port_s, (char *)"-U", (char *)"0", (char *)"-t", thr, (char *)"-m",
 			 (char *)"64", (char *)"-u", (char *)"root", NULL };
 	const char *dir = libevent_dir();
-	int port = 20000 + (int)(getpid() % 20000), r = -1, tfd;
+	int port = 20000 + (int)(getpid() % 20000), r = -1, tfd, nstats;
 	double psys, sys, ops = 0;
 	FILE *sf;
 	pid_t spid, pp;
@@ -2010,10 +2009,10 @@ static int run_memcached(const char *be, int p, double *out)
 		out[2] = psys >= 0 && ops > 0 ? psys / (ops * mc_seconds) : -1;
 	}
 	/* its backend: libevent prints the method for every base it makes */
-	sys = le_stop_checked(spid, sf, be);
+	sys = le_stop_checked(spid, sf, be, &nstats);
 	if (sys == -2)
 		r = -1;
-	else if (out[2] < 0 && sys >= 0 && ops > 0 && le_stats_lines > mc_threads)
+	else if (out[2] < 0 && sys >= 0 && ops > 0 && nstats > mc_threads)
 		out[2] = sys / (ops * mc_seconds);	/* every base's (workers and main) */
 	return r;
 }
