@@ -202,6 +202,8 @@ static int ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n);
 static int wait_(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
 static int ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 		    struct epoll_event *evs, int max, int timeout_ms);
+static void defer_flush(struct uepoll *u);
+static int defer_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
 
 UEPOLL_API int uepoll_init(struct uepoll *u, unsigned n, unsigned flags)
 {
@@ -223,6 +225,7 @@ UEPOLL_API int uepoll_ctl(struct uepoll *u, int op, int fd, struct epoll_event *
 {
 	int saved_errno = errno, ret;
 
+	defer_flush(u);
 	__uepoll_in_ctl = 1;
 	ret = ctl(u, op, fd, ev);
 	__uepoll_in_ctl = 0;
@@ -234,6 +237,7 @@ UEPOLL_API int uepoll_ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsi
 {
 	int saved_errno = errno, ret;
 
+	defer_flush(u);
 	__uepoll_in_ctl = 1;
 	ret = ctl_batch(u, ch, n);
 	__uepoll_in_ctl = 0;
@@ -243,7 +247,7 @@ UEPOLL_API int uepoll_ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsi
 
 UEPOLL_API int uepoll_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms)
 {
-	int saved_errno = errno, ret = wait_(u, evs, max, timeout_ms);
+	int saved_errno = errno, ret = defer_wait(u, evs, max, timeout_ms);
 
 	errno = saved_errno;
 	return ret;
@@ -252,8 +256,10 @@ UEPOLL_API int uepoll_wait(struct uepoll *u, struct epoll_event *evs, int max, i
 UEPOLL_API int uepoll_ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 			       struct epoll_event *evs, int max, int timeout_ms)
 {
-	int saved_errno = errno, ret = ctl_wait(u, ch, n, evs, max, timeout_ms);
+	int saved_errno = errno, ret;
 
+	defer_flush(u);
+	ret = ctl_wait(u, ch, n, evs, max, timeout_ms);
 	errno = saved_errno;
 	return ret;
 }
@@ -327,11 +333,14 @@ static void report_stats(const struct uepoll *u)
 		return;	/* nothing to do about it */
 }
 
+static void defer_free(struct uepoll *u);
+
 static void exit_(struct uepoll *u)
 {
 	if (check_live(u))
 		return;
 	report_stats(u);
+	defer_free(u);
 	ops_of(u->backend)->exit(u);
 	u->hdr = NULL;
 	u->index = NULL;
@@ -652,6 +661,268 @@ static int ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 	if (add_mod_failed(ch, n))
 		return 0;
 	return wait_backend(u, ops, evs, max, remaining_ms(deadline, timeout_ms));
+}
+
+/*
+ * uepoll_ctl_defer(3): changes the harvester hands over, applied at the
+ * first of
+ *   - a wait that finds nothing to harvest (after its spin), with its
+ *     sleep, as uepoll_ctl_wait() applies its changes: one system call
+ *     where the backend folds them; the epoll backend, whose every harvest
+ *     is a system call, at once, in that call;
+ *   - a wait when DEFER_PASSES waits returned events since they were
+ *     queued (a busy loop whose ring never empties still applies them);
+ *   - a uepoll_ctl(), uepoll_ctl_batch() or uepoll_ctl_wait() of any
+ *     thread, as one batch before its own changes;
+ *   - a queue of DEFER_FLUSH changes, which uepoll_ctl_defer() applies
+ *     before it adds more.
+ * A change that fails is filed with its res, for uepoll_ctl_failed().
+ * Room: nq + nflight + nf <= fcap, reserved by uepoll_ctl_defer(), so
+ * that filing never allocates and no failure is lost.
+ *
+ * Locking: d->lock guards the arrays and counts.  A flush holds it across
+ * its batch (a batch does not sleep); the wait does not hold it across
+ * its sleep: it moves the queue to flight under it, applies and sleeps
+ * without it, and takes it again to file the failures.  d->lock is taken
+ * before any backend lock, never after one (no backend calls back here).
+ * nq is also read without the lock (a relaxed load: the fast "nothing
+ * queued" test of every ctl and wait); the lock orders everything else.
+ */
+#define DEFER_FLUSH	4096u
+#define DEFER_PASSES	4u
+
+struct uepoll_deferred {
+	pthread_mutex_t lock;
+	unsigned nq, nflight, nf;
+	unsigned qcap, flcap, fcap;
+	unsigned age;			/* waits that returned events, queue not empty */
+	struct uepoll_change *q;	/* queued, in order */
+	struct uepoll_change *flight;	/* taken by the wait that applies them */
+	struct uepoll_change *f;	/* failed, oldest first, not read yet */
+};
+
+/*
+ * The queue: created by the first uepoll_ctl_defer(), whose release store
+ * of u->deferred pairs with the acquire load here (any thread's ctl or
+ * flush sees an initialised lock); freed by uepoll_exit() only.  Process
+ * memory, not the ring: not one of the kernel-shared accesses of
+ * uepoll/barrier.h.
+ */
+static struct uepoll_deferred *deferred_get(const struct uepoll *u)
+{
+	return (struct uepoll_deferred *)(uintptr_t)__atomic_load_n(&u->deferred, __ATOMIC_ACQUIRE);
+}
+
+static unsigned deferred_queued(const struct uepoll_deferred *d)
+{
+	return d ? __atomic_load_n(&d->nq, __ATOMIC_RELAXED) : 0;
+}
+
+/* a[0..n) applied: file those that failed; err < 0: none was (a batch's
+ * own error, -ECHILD), each fails with err.  d->lock held. */
+static void defer_file(struct uepoll_deferred *d, struct uepoll_change *a, unsigned n, int err)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		if (err < 0)
+			a[i].res = err;
+		if (a[i].res < 0)
+			d->f[d->nf++] = a[i];
+	}
+}
+
+/* the queue as one batch; d->lock held */
+static void defer_apply(struct uepoll *u, struct uepoll_deferred *d)
+{
+	int in_ctl = __uepoll_in_ctl, ret;
+
+	if (!d->nq)
+		return;
+	__uepoll_in_ctl = 1;
+	ret = ctl_batch(u, d->q, d->nq);
+	__uepoll_in_ctl = in_ctl;
+	defer_file(d, d->q, d->nq, ret < 0 ? ret : 0);
+	__atomic_store_n(&d->nq, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->age, 0, __ATOMIC_RELAXED);
+}
+
+static void defer_flush(struct uepoll *u)
+{
+	struct uepoll_deferred *d;
+
+	if (check_live(u))
+		return;
+	d = deferred_get(u);
+	if (!deferred_queued(d))
+		return;
+	pthread_mutex_lock(&d->lock);
+	defer_apply(u, d);
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* *a holds at least want entries (cap *cap): 0, or -ENOMEM (unchanged) */
+static int defer_room(struct uepoll_change **a, unsigned *cap, size_t want)
+{
+	size_t c = *cap ? *cap : 64;
+	void *p;
+
+	if (want <= *cap)
+		return 0;
+	if (want > INT_MAX)
+		return -ENOMEM;
+	while (c < want)
+		c *= 2;
+	p = realloc(*a, c * sizeof(**a));
+	if (!p)
+		return -ENOMEM;
+	*a = p;
+	*cap = (unsigned)c;
+	return 0;
+}
+
+static int ctl_defer(struct uepoll *u, const struct uepoll_change *ch, unsigned n)
+{
+	struct uepoll_deferred *d;
+	int ret = check_live(u);
+
+	if (ret)
+		return ret;
+	if ((!ch && n) || n > INT_MAX)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	d = deferred_get(u);
+	if (!d) {
+		d = calloc(1, sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		pthread_mutex_init(&d->lock, NULL);
+		__atomic_store_n(&u->deferred, (uint64_t)(uintptr_t)d, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_lock(&d->lock);
+	if (d->nq + (size_t)n > DEFER_FLUSH)
+		defer_apply(u, d);
+	if (defer_room(&d->q, &d->qcap, (size_t)d->nq + n) ||
+	    defer_room(&d->f, &d->fcap, (size_t)d->nq + d->nflight + d->nf + n)) {
+		pthread_mutex_unlock(&d->lock);
+		return -ENOMEM;		/* nothing of ch queued */
+	}
+	memcpy(d->q + d->nq, ch, n * sizeof(*ch));
+	__atomic_store_n(&d->nq, d->nq + n, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&d->lock);
+	STAT(u, deferred, n);
+	return 0;
+}
+
+/*
+ * uepoll_wait() with changes queued.  Where a harvest makes no system
+ * call (native, uring) the wait harvests first, and spins: events found
+ * there are returned with the changes still queued, unless they have
+ * waited DEFER_PASSES such waits.  Otherwise the queue goes as
+ * uepoll_ctl_wait()'s changes: with the sleep in one system call where
+ * the backend can (an ADD or MOD that fails then ends the call at once
+ * with 0, as there).
+ */
+static int defer_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms)
+{
+	const struct uepoll_ops *ops;
+	struct uepoll_deferred *d;
+	unsigned n;
+	int ret;
+
+	ret = check_live(u);
+	if (ret)
+		return ret;
+	d = deferred_get(u);
+	if (!evs || max <= 0 || !deferred_queued(d))
+		return wait_(u, evs, max, timeout_ms);
+	ops = ops_of(u->backend);
+	if (ops->ready && !ops->wait && __atomic_load_n(&d->age, __ATOMIC_RELAXED) < DEFER_PASSES) {
+		ret = uepoll_harvest(u, evs, max);
+		if (ret == 0 && timeout_ms != 0 && __uepoll_spin(u, ops->ready))
+			ret = uepoll_harvest(u, evs, max);
+		if (ret != 0) {
+			HSTAT(u, waits, 1);
+			if (ret > 0)	/* relaxed: a flush of another thread zeroes it */
+				__atomic_fetch_add(&d->age, 1, __ATOMIC_RELAXED);
+			return ret;
+		}
+	}
+	pthread_mutex_lock(&d->lock);
+	n = d->nq;
+	if (defer_room(&d->flight, &d->flcap, n)) {
+		defer_apply(u, d);	/* no room to take them: a batch */
+		pthread_mutex_unlock(&d->lock);
+		return wait_(u, evs, max, timeout_ms);
+	}
+	memcpy(d->flight, d->q, n * sizeof(*d->q));
+	d->nflight = n;
+	__atomic_store_n(&d->nq, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->age, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&d->lock);
+
+	ret = ctl_wait(u, d->flight, n, evs, max, timeout_ms);
+
+	pthread_mutex_lock(&d->lock);
+	defer_file(d, d->flight, n, ret < 0 && ret != -EINTR ? ret : 0);
+	d->nflight = 0;
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+static int ctl_failed(struct uepoll *u, struct uepoll_change *ch, unsigned max)
+{
+	struct uepoll_deferred *d;
+	unsigned k;
+	int ret = check_live(u);
+
+	if (ret)
+		return ret;
+	if (!ch && max)
+		return -EINVAL;
+	d = deferred_get(u);
+	if (!d)
+		return 0;
+	pthread_mutex_lock(&d->lock);
+	if (!max) {
+		k = d->nf;	/* how many there are */
+	} else {
+		k = d->nf < max ? d->nf : max;
+		memcpy(ch, d->f, k * sizeof(*ch));
+		memmove(d->f, d->f + k, (d->nf - k) * sizeof(*d->f));
+		d->nf -= k;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return k > INT_MAX ? INT_MAX : (int)k;
+}
+
+static void defer_free(struct uepoll *u)
+{
+	struct uepoll_deferred *d = deferred_get(u);
+
+	if (!d)
+		return;
+	u->deferred = 0;
+	pthread_mutex_destroy(&d->lock);
+	free(d->q);
+	free(d->flight);
+	free(d->f);
+	free(d);
+}
+
+UEPOLL_API int uepoll_ctl_defer(struct uepoll *u, const struct uepoll_change *ch, unsigned n)
+{
+	int saved_errno = errno, ret;
+
+	ret = ctl_defer(u, ch, n);
+	errno = saved_errno;
+	return ret;
+}
+
+UEPOLL_API int uepoll_ctl_failed(struct uepoll *u, struct uepoll_change *ch, unsigned max)
+{
+	return ctl_failed(u, ch, max);
 }
 
 /*

@@ -1240,8 +1240,8 @@ static const struct metric idle_metrics[] = {
 
 static long tcp_conns = 200, tcp_requests = 20000;
 /* -m: the server's modes (uepoll-httpd -m), one parameter set each */
-static const char *const tcp_mode_names[] = { "et", "lt", "et-batch", "lt-batch" };
-#define NTCPMODES	4
+static const char *const tcp_mode_names[] = { "et", "lt", "et-batch", "lt-batch", "et-defer", "lt-defer" };
+#define NTCPMODES	6
 static const char *tcp_modes = "et";
 static int tcp_mode[MAXP];
 static char tooldir[PATH_MAX];
@@ -1403,6 +1403,8 @@ static int run_tcp(const char *be, int p, double *out)
 		fprintf(stderr, "tcp: %s: result '%s' stats '%s'\n", be, result, stats);
 		return -1;
 	}
+	/* the server's own counters, for the profile of a run (doc/BENCH.md) */
+	fprintf(stderr, "#   server: %s", stats);
 	req = kv(stats, "requests");
 	out[0] = kv(result, "req_per_s");
 	out[1] = kv(result, "p50_ms");
@@ -1435,7 +1437,8 @@ static void tcp_setup(struct bench *bn)
 		for (m = 0; m < NTCPMODES && strcmp(w, tcp_mode_names[m]); m++)
 			;
 		if (m == NTCPMODES || bn->np == MAXP) {
-			fprintf(stderr, "tcp: -m: modes are et, lt, et-batch, lt-batch (at most %d)\n", MAXP);
+			fprintf(stderr, "tcp: -m: modes are et, lt, et-batch, lt-batch, et-defer, lt-defer "
+				"(at most %d)\n", MAXP);
 			exit(2);
 		}
 		tcp_mode[bn->np] = m;

@@ -6,7 +6,8 @@
  * seed's bench_http answer), anything else with 404, and closes the
  * connection after the answer (HTTP/1.0).
  *
- *   uepoll-httpd [-b native|uring|epoll|auto] [-s SPIN] [-m et|lt|et-batch|lt-batch]
+ *   uepoll-httpd [-b native|uring|epoll|auto] [-s SPIN]
+ *                [-m et|lt|et-batch|lt-batch|et-defer|lt-defer]
  *                [-p PORT] [-a ADDR]
  *   uepoll-httpd --plain-epoll-lt [-p PORT] [-a ADDR]
  *
@@ -18,18 +19,22 @@
  * of one pass over the events go to the library as one changelist
  * (as libevent's changelist
  * does), handed to the next wait, uepoll_ctl_wait(3); a socket is closed
- * when its DEL is queued, as libevent closes it.
+ * when its DEL is queued, as libevent closes it.  -defer: the same
+ * changelist handed to uepoll_ctl_defer(3) before a plain uepoll_wait(),
+ * failures read back with uepoll_ctl_failed(3).
  * --plain-epoll-lt: the reference, no library: epoll_create1, sockets
  * level-triggered, one read per readiness, close without DEL.
  *
  * Port 0 (default) takes a free port.  Once listening it prints
  * "PORT <n>" on stdout.  SIGTERM or SIGINT ends it; it then prints
  *   STATS backend=B requests=N errors=E wait_syscalls=W ctl_syscalls=C events=V
- *         sleeps=S event_syscalls=X
+ *         sleeps=S event_syscalls=X waits=P
  * (wait_syscalls: the system calls made to harvest or sleep; ctl: those
  * made to register and remove; event_syscalls: both, the level-triggered
- * re-checks included; from uepoll_get_stats in library mode, counted by
- * hand in plain mode) and exits 0.
+ * re-checks included; waits: the passes, calls of uepoll_wait or
+ * uepoll_ctl_wait (plain: of epoll_wait); sleeps: the times a wait
+ * blocked, absent in plain mode; from uepoll_get_stats in library mode,
+ * counted by hand in plain mode) and exits 0.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -72,7 +77,8 @@ static void on_signal(int sig)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: %s [-b native|uring|epoll|auto] [-s spin] [-m et|lt|et-batch|lt-batch]\n"
+	fprintf(stderr, "usage: %s [-b native|uring|epoll|auto] [-s spin]\n"
+			"       [-m et|lt|et-batch|lt-batch|et-defer|lt-defer]\n"
 			"       [-p port] [-a addr]\n"
 			"       %s --plain-epoll-lt [-p port] [-a addr]\n", tool_prog, tool_prog);
 	exit(2);
@@ -193,14 +199,14 @@ static int listen_on(const char *addr, int port)
  */
 #define CHMAX	512
 static struct uepoll_change chl[CHMAX];
-static int nch, batch_mode;
+static int nch, batch_mode;	/* 0 at once, 1 -batch, 2 -defer */
 
-/* the results of the changes applied (r >= 0 or -EINTR) */
-static void changes_done(int r)
+/* the results of the n changes of c applied (r >= 0 or -EINTR) */
+static void changes_check(int r, const struct uepoll_change *chl, int n)
 {
 	int i;
 
-	for (i = 0; (r >= 0 || r == -EINTR) && i < nch; i++) {
+	for (i = 0; (r >= 0 || r == -EINTR) && i < n; i++) {
 		if (chl[i].op == EPOLL_CTL_DEL &&
 		    (chl[i].res == -EBADF || chl[i].res == -ENOENT))
 			continue;
@@ -213,7 +219,39 @@ static void changes_done(int r)
 				close(chl[i].fd);
 		}
 	}
+}
+
+static void changes_done(int r)
+{
+	changes_check(r, chl, nch);
 	nch = 0;
+}
+
+static void flush_changes(struct uepoll *u);
+
+/* -defer: the pass's changes queued, then the wait; failures read back */
+static int wait_deferred(struct uepoll *u, struct epoll_event *evs, int max, int ms)
+{
+	static struct uepoll_change failed[CHMAX];
+	int r, nf;
+
+	if (nch) {
+		r = uepoll_ctl_defer(u, chl, (unsigned)nch);
+		if (r < 0) {	/* nothing queued: at once */
+			fprintf(stderr, "%s: uepoll_ctl_defer: %s\n", tool_prog, strerror(-r));
+			errors++;
+			flush_changes(u);
+		}
+		nch = 0;
+	}
+	r = uepoll_wait(u, evs, max, ms);
+	while ((nf = uepoll_ctl_failed(u, failed, CHMAX)) > 0)
+		changes_check(0, failed, nf);
+	if (nf < 0) {
+		fprintf(stderr, "%s: uepoll_ctl_failed: %s\n", tool_prog, strerror(-nf));
+		errors++;
+	}
+	return r;
 }
 
 static void flush_changes(struct uepoll *u)
@@ -238,6 +276,8 @@ static int wait_pass(struct uepoll *u, struct epoll_event *evs, int max, int ms)
 {
 	int r;
 
+	if (batch_mode == 2)
+		return wait_deferred(u, evs, max, ms);
 	if (!batch_mode || !nch)
 		return uepoll_wait(u, evs, max, ms);
 	r = uepoll_ctl_wait(u, chl, (unsigned)nch, evs, max, ms);
@@ -335,10 +375,10 @@ static int run_lib(unsigned bflags, long spin, int lfd, int level)
 	flush_changes(&u);
 	uepoll_get_stats(&u, &st);
 	printf("STATS backend=%s requests=%lu errors=%lu wait_syscalls=%llu ctl_syscalls=%llu events=%llu "
-	       "sleeps=%llu event_syscalls=%llu\n", uepoll_backend_name(&u), requests, errors,
+	       "sleeps=%llu event_syscalls=%llu waits=%llu\n", uepoll_backend_name(&u), requests, errors,
 	       (unsigned long long)(st.syscalls - st.ctl_syscalls), (unsigned long long)st.ctl_syscalls,
 	       (unsigned long long)st.events, (unsigned long long)st.sleeps,
-	       (unsigned long long)st.syscalls);
+	       (unsigned long long)st.syscalls, (unsigned long long)st.waits);
 	uepoll_exit(&u);
 	return 0;
 }
@@ -396,8 +436,9 @@ static int run_plain(int lfd)
 			}
 		}
 	}
+	/* sleeps: not known (an epoll_wait() does not say whether it blocked) */
 	printf("STATS backend=epoll-lt requests=%lu errors=%lu wait_syscalls=%llu ctl_syscalls=%llu events=%llu "
-	       "sleeps=0 event_syscalls=%llu\n", requests, errors, waits, ctls, nev, waits + ctls);
+	       "event_syscalls=%llu waits=%llu\n", requests, errors, waits, ctls, nev, waits + ctls, waits);
 	close(epfd);
 	return 0;
 }
@@ -430,9 +471,9 @@ int main(int argc, char **argv)
 		case 's': spin = tool_parse_long(v, 0, UEPOLL_SPIN_MAX); break;
 		case 'm':
 			if (!strcmp(v, "et") || !strcmp(v, "lt") || !strcmp(v, "et-batch") ||
-			    !strcmp(v, "lt-batch")) {
+			    !strcmp(v, "lt-batch") || !strcmp(v, "et-defer") || !strcmp(v, "lt-defer")) {
 				level = v[0] == 'l';
-				batch_mode = strlen(v) > 2;
+				batch_mode = strlen(v) > 2 ? (v[3] == 'd' ? 2 : 1) : 0;
 			} else {
 				usage();
 			}

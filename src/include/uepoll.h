@@ -107,7 +107,7 @@ struct uepoll_stats {
 	uint64_t ctl_syscalls;	/* [c] the part of syscalls made by uepoll_ctl() */
 	uint64_t repolls;	/* [h] native: epoll_wait(fd, NULL, 0, 0) for the repoll hint */
 	uint64_t rechecks;	/* [h] poll(2) of the level-triggered registrations still ready */
-	uint64_t reserved[1];
+	uint64_t deferred;	/* [c] changes queued by uepoll_ctl_defer() */
 };
 
 /*
@@ -133,7 +133,8 @@ struct uepoll {
 	uint32_t spin;		/* uepoll_set_spin() */
 	struct uepoll_stats stats;
 	void *priv;		/* backend state */
-	uint64_t __reserved[8];
+	uint64_t deferred;	/* uepoll_ctl_defer()'s queue (a pointer), 0 until used */
+	uint64_t __reserved[7];
 };
 
 #define UEPOLL_MAGIC_LIVE	0x75657031u	/* "uep1" */
@@ -159,6 +160,14 @@ UEPOLL_API int uepoll_wait(struct uepoll *u, struct epoll_event *evs, int max, i
 /* uepoll_ctl_batch() then uepoll_wait(), in one system call where the backend can */
 UEPOLL_API int uepoll_ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 			       struct epoll_event *evs, int max, int timeout_ms);
+/*
+ * Changes applied later, uepoll_ctl_defer(3): at the first wait that finds
+ * nothing to harvest (with its sleep, in one system call where the backend
+ * can), or before any other change; those that fail are read back with
+ * uepoll_ctl_failed(3).  The harvester's calls, as uepoll_wait().
+ */
+UEPOLL_API int uepoll_ctl_defer(struct uepoll *u, const struct uepoll_change *ch, unsigned n);
+UEPOLL_API int uepoll_ctl_failed(struct uepoll *u, struct uepoll_change *ch, unsigned max);
 UEPOLL_API int uepoll_drained(struct uepoll *u, int fd, uint32_t events);
 UEPOLL_API int uepoll_fd(const struct uepoll *u);
 UEPOLL_API int uepoll_backend(const struct uepoll *u);
