@@ -15,10 +15,15 @@
  *  - a queue of 4096 is applied before more are queued (failures kept,
  *    none lost); uepoll_exit() with changes queued frees them (ASan,
  *    valgrind);
+ *  - the wait that applies them holds no lock while it sleeps: another
+ *    thread's uepoll_ctl() returns, and its ADD of a ready fd ends the
+ *    sleep;
  *  - bad input: -EINVAL, -EBADF, nothing queued.
  */
+/* uepoll-test: threaded */
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <time.h>
 #include "helpers.h"
 
@@ -246,6 +251,48 @@ static void long_queue(void)
 	close(fd);
 }
 
+struct other {
+	struct uepoll *u;
+	int fd;
+};
+
+static void *other_thread(void *arg)
+{
+	struct other *o = arg;
+	struct timespec ts = { 0, 30 * 1000000 };
+
+	nanosleep(&ts, NULL);
+	t_write(o->fd);
+	CHECK_EQ(t_add(o->u, o->fd, EPOLLIN | EPOLLET, 9), 0);
+	return NULL;
+}
+
+/* the sleep that carries the deferred changes holds no lock */
+static void concurrent(void)
+{
+	struct uepoll u;
+	struct uepoll_change c;
+	struct epoll_event ev;
+	struct other o;
+	pthread_t th;
+	int quiet = t_efd(), fd = t_efd();
+
+	t_init(&u, 8);
+	t_change(&c, EPOLL_CTL_ADD, quiet, EPOLLIN | EPOLLET, 1);
+	CHECK_EQ(uepoll_ctl_defer(&u, &c, 1), 0);
+	o.u = &u;
+	o.fd = fd;
+	CHECK_EQ(pthread_create(&th, NULL, other_thread, &o), 0);
+	CHECK_EQ(wait_retry(&u, &ev, 1, 5000), 1);
+	CHECK_EQ(ev.data.u64, 9);
+	CHECK_EQ(pthread_join(th, NULL), 0);
+	CHECK_EQ(uepoll_ctl_failed(&u, NULL, 0), 0);
+	CHECK_EQ(t_mod(&u, quiet, EPOLLIN | EPOLLET, 2), 0);	/* the deferred ADD is in force */
+	uepoll_exit(&u);
+	close(quiet);
+	close(fd);
+}
+
 static void bad_args(void)
 {
 	struct uepoll u, zero;
@@ -282,6 +329,7 @@ int main(void)
 	failures();
 	program_order();
 	long_queue();
+	concurrent();
 	bad_args();
 	setenv("UEPOLL_BATCH", "loop", 1);	/* the unfolded path */
 	applied_by_wait();

@@ -51,7 +51,7 @@
  *       system calls per request (event_syscalls_per_req: wait, ctl and
  *       level-triggered re-checks).  MODES: the server's registrations
  *       (uepoll-httpd -m), a parameter set each: et, lt, et-batch,
- *       lt-batch (default et).
+ *       lt-batch, et-defer, lt-defer (default et).
  *
  *   common: -B BACKENDS (comma list of native,uring,epoll[,epoll-lt];
  *           default: every available one; epoll-lt for tcp only)
@@ -2098,7 +2098,7 @@ static const struct scenario scenarios[] = {
 		.guest = { { "-R 3 -N 100,1000,10000 -r 200", 1200 } },
 		.guest_quick = { { "-R 2 -N 100,10000 -r 50", 600 } },
 	}, {
-		.name = "tcp", .warmup = 1, .opts = "c:n:m:", .usage = "[-c connections] [-n requests] [-m et,lt,et-batch,lt-batch]",
+		.name = "tcp", .warmup = 1, .opts = "c:n:m:", .usage = "[-c connections] [-n requests] [-m et,lt,et-batch,lt-batch,et-defer,lt-defer]",
 		.title = "4. TCP: single-threaded HTTP/1.0 server, 200 connections",
 		.chart_title = "4. TCP: HTTP/1.0 server, 200 connections",
 		.option = tcp_option, .setup = tcp_setup, .run = run_tcp, .metrics = tcp_metrics,
@@ -2109,9 +2109,9 @@ static const struct scenario scenarios[] = {
 			"(epoll-lt: epoll_wait + epoll_ctl).  mode: et = edge-triggered, read until "
 			"EAGAIN, one uepoll_ctl per ADD and DEL; lt = level-triggered, one read per "
 			"event; -batch = the ADDs and DELs of a pass in one uepoll_ctl_batch.",
-		.host = { { "-R 5 -c 200 -n 20000 -m et,lt,et-batch,lt-batch" } },
+		.host = { { "-R 5 -c 200 -n 20000 -m et,lt,et-batch,lt-batch,et-defer,lt-defer" } },
 		.host_quick = { { "-R 2 -c 200 -n 5000 -m et,lt-batch" } },
-		.guest = { { "-R 3 -c 200 -n 20000 -m et,lt,et-batch,lt-batch", 3600 } },
+		.guest = { { "-R 3 -c 200 -n 20000 -m et,lt,et-batch,lt-batch,et-defer,lt-defer", 3600 } },
 		.guest_quick = { { "-R 2 -c 200 -n 2000 -m et,lt-batch", 900 } },
 	}, {
 		.name = "idle", .opts = "f:d:S:", .usage = "[-f events_per_s] [-d seconds] [-S spin,spin,...]",
