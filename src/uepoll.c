@@ -203,6 +203,7 @@ static int wait_(struct uepoll *u, struct epoll_event *evs, int max, int timeout
 static int ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 		    struct epoll_event *evs, int max, int timeout_ms);
 static void defer_flush(struct uepoll *u);
+static void live_add(struct uepoll *u);
 static int defer_wait(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
 
 UEPOLL_API int uepoll_init(struct uepoll *u, unsigned n, unsigned flags)
@@ -302,6 +303,7 @@ static int init(struct uepoll *u, unsigned n, unsigned flags)
 		return ret;
 	}
 	u->magic = UEPOLL_MAGIC_LIVE;
+	live_add(u);
 	return 0;
 }
 
@@ -335,13 +337,102 @@ static void report_stats(const struct uepoll *u)
 		return;	/* nothing to do about it */
 }
 
+/*
+ * UEPOLL_STATS and exit(): an instance made while UEPOLL_STATS was set
+ * and never destroyed (a program that leaves its event bases to the end
+ * of the process: memcached's workers) reports at exit() instead, from an
+ * atexit() handler, so that a process's lines cover every instance it
+ * made.  The live ones are listed here (live_lock; a fork()ed child
+ * starts a list of its own: the inherited entries are the parent's);
+ * uepoll_exit() takes its instance off the list before it reports, so
+ * each reports once.  The handler reads each listed instance's counters
+ * (atomic loads) while other threads may still use it; the struct must
+ * still be there, as it is until uepoll_exit() (uepoll_exit(3)).
+ */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t live_once = PTHREAD_ONCE_INIT;
+static struct uepoll **live;
+static unsigned nlive, live_cap;
+static pid_t live_pid;
+static int live_used;		/* relaxed: once set, exit_() looks at the list */
+static int live_reported;	/* the handler ran: uepoll_exit() writes no line */
+
+static void live_report(void)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&live_lock);
+	if (live_pid == getpid())
+		for (i = 0; i < nlive; i++)
+			report_stats(live[i]);
+	live_reported = 1;
+	nlive = 0;
+	live_cap = 0;
+	free(live);
+	live = NULL;
+	pthread_mutex_unlock(&live_lock);
+}
+
+static void live_setup(void)
+{
+	atexit(live_report);
+}
+
+static void live_add(struct uepoll *u)
+{
+	const char *e = getenv("UEPOLL_STATS");
+	struct uepoll **n;
+
+	if (!e || !*e)
+		return;
+	pthread_once(&live_once, live_setup);
+	pthread_mutex_lock(&live_lock);
+	if (live_pid != getpid()) {
+		nlive = 0;
+		live_pid = getpid();
+	}
+	if (nlive == live_cap) {
+		n = realloc(live, (live_cap ? live_cap * 2 : 16) * sizeof(*n));
+		if (!n) {	/* it reports at uepoll_exit() only */
+			pthread_mutex_unlock(&live_lock);
+			return;
+		}
+		live = n;
+		live_cap = live_cap ? live_cap * 2 : 16;
+	}
+	live[nlive++] = u;
+	__atomic_store_n(&live_used, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&live_lock);
+}
+
+/* u off the list; 1 if uepoll_exit() is still to write its line */
+static int live_del(struct uepoll *u)
+{
+	unsigned i;
+	int report;
+
+	if (!__atomic_load_n(&live_used, __ATOMIC_RELAXED))
+		return 1;
+	pthread_mutex_lock(&live_lock);
+	for (i = 0; live_pid == getpid() && i < nlive; i++) {
+		if (live[i] == u) {
+			live[i] = live[--nlive];
+			break;
+		}
+	}
+	report = !live_reported;
+	pthread_mutex_unlock(&live_lock);
+	return report;
+}
+
 static void defer_free(struct uepoll *u);
 
 static void exit_(struct uepoll *u)
 {
 	if (check_live(u))
 		return;
-	report_stats(u);
+	if (live_del(u))
+		report_stats(u);
 	defer_free(u);
 	ops_of(u->backend)->exit(u);
 	u->hdr = NULL;

@@ -3,8 +3,72 @@
  * stats: the counters move where the calls are made; on the native and
  * uring backends a harvest with events pending, and one with nothing
  * pending, make no system call; on epoll every harvest is one epoll_wait().
+ * UEPOLL_STATS: uepoll_exit() writes one line; an instance made with it
+ * set and never destroyed writes its line at exit(), once; a fork()ed
+ * child writes none for the instances it inherited.
  */
+#include <sys/wait.h>
 #include "helpers.h"
+
+/* lines of "uepoll-stats: " in fd's file, and how many have `what` */
+static int stats_lines(int fd, const char *what, int *with)
+{
+	char buf[4096], *l, *save = NULL;
+	ssize_t len = pread(fd, buf, sizeof(buf) - 1, 0);
+	int n = 0;
+
+	*with = 0;
+	if (len < 0)
+		return -1;
+	buf[len] = 0;
+	for (l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(l, "uepoll-stats: ", 14))
+			continue;
+		n++;
+		*with += strstr(l, what) != NULL;
+	}
+	return n;
+}
+
+/* a child that makes instances with UEPOLL_STATS, destroys some, exits */
+static void at_exit(void)
+{
+	char path[] = "/tmp/uepoll-stats-XXXXXX";
+	int tfd = mkstemp(path), st, with;
+	pid_t pid;
+
+	CHECK(tfd >= 0);
+	unlink(path);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct uepoll a, b, c;
+
+		if (dup2(tfd, 2) != 2 || setenv("UEPOLL_STATS", "1", 1))
+			_exit(3);
+		t_init(&a, 4);
+		t_init(&b, 8);
+		t_init(&c, 16);
+		uepoll_exit(&a);	/* its line now */
+		pid = fork();		/* inherits b and c: writes nothing */
+		if (pid == 0)
+			exit(0);
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+			_exit(4);
+		uepoll_exit(&c);
+		exit(0);		/* b's line at exit() */
+	}
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+	CHECK_EQ(stats_lines(tfd, " n=4 ", &with), 3);
+	CHECK_EQ(with, 1);
+	CHECK_EQ(stats_lines(tfd, " n=8 ", &with), 3);
+	CHECK_EQ(with, 1);
+	CHECK_EQ(stats_lines(tfd, " n=16 ", &with), 3);
+	CHECK_EQ(with, 1);
+	close(tfd);
+}
 
 int main(void)
 {
@@ -100,6 +164,7 @@ int main(void)
 		CHECK_EQ(lseek(tfd, 0, SEEK_END), 0);
 		close(tfd);
 	}
+	at_exit();
 	for (int i = 0; i < 4; i++)
 		close(fds[i]);
 	CHECK_EQ(count_fds(), fds0);
