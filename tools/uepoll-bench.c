@@ -2160,8 +2160,8 @@ static const struct scenario scenarios[] = {
 			"values).  ratio_vs_epoll is against stock-epoll.  ops_per_s = operations per "
 			"second; errors = failed operations or connections; event_syscalls_per_op = the "
 			"server's event system calls per operation (perf on the host; UEPOLL_STATS in the "
-			"guest, when memcached frees every base, its workers' too: else missing, which "
-			"memcached 1.6.18 makes it: it frees none of its workers' at SIGTERM).",
+			"guest: memcached 1.6.18 frees none of its workers' bases at SIGTERM, their "
+			"instances write their lines at exit(); missing unless every base's came).",
 		.host = { { "-R 5 -t 4 -c 64 -d 5" } },
 		.host_quick = { { "-R 2 -t 4 -c 64 -d 2" } },
 		.guest = { { "-R 3 -t 4 -c 64 -d 5", 900 } },
