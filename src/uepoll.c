@@ -158,6 +158,17 @@ static inline int check_live(const struct uepoll *u)
 	return u->magic == UEPOLL_MAGIC_DEAD ? -EBADF : -EINVAL;
 }
 
+/* the checks of every call that takes changes: 0 or -errno (nothing applied) */
+static inline int check_changes(const struct uepoll *u, const struct uepoll_change *ch,
+				unsigned n)
+{
+	int ret = check_live(u);
+
+	if (ret)
+		return ret;
+	return (!ch && n) || n > INT_MAX ? -EINVAL : 0;
+}
+
 static int env_backend(unsigned *flags)
 {
 	const char *e = getenv("UEPOLL_BACKEND");
@@ -548,13 +559,9 @@ static int ctl_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 	unsigned i;
 	int ret;
 
-	ret = check_live(u);
-	if (ret)
+	ret = check_changes(u, ch, n);
+	if (ret || !n)
 		return ret;
-	if ((!ch && n) || n > INT_MAX)
-		return -EINVAL;
-	if (!n)
-		return 0;
 	ops = ops_of(u->backend);
 	if (!ops->batch) {
 		for (i = 0; i < n; i++)
@@ -724,10 +731,10 @@ static int ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 	int64_t deadline = 0;
 	int ret;
 
-	ret = check_live(u);
+	ret = check_changes(u, ch, n);
 	if (ret)
 		return ret;
-	if ((!ch && n) || n > INT_MAX || !evs || max <= 0)
+	if (!evs || max <= 0)
 		return -EINVAL;
 	ops = ops_of(u->backend);
 	if (!n || !timeout_ms || !ops->ctl_sleep) {
@@ -877,14 +884,10 @@ static int defer_room(struct uepoll_change **a, unsigned *cap, size_t want)
 static int ctl_defer(struct uepoll *u, const struct uepoll_change *ch, unsigned n)
 {
 	struct uepoll_deferred *d;
-	int ret = check_live(u);
+	int ret = check_changes(u, ch, n);
 
-	if (ret)
+	if (ret || !n)
 		return ret;
-	if ((!ch && n) || n > INT_MAX)
-		return -EINVAL;
-	if (!n)
-		return 0;
 	d = deferred_get(u);
 	if (!d) {
 		d = calloc(1, sizeof(*d));
