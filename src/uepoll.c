@@ -782,8 +782,9 @@ static int ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
  *
  * Locking: d->lock guards the arrays and counts.  A flush holds it across
  * its batch (a batch does not sleep); the wait does not hold it across
- * its sleep: it moves the queue to flight under it, applies and sleeps
- * without it, and takes it again to file the failures.  d->lock is taken
+ * its sleep: under it, it swaps the queue's array with flight's (no copy,
+ * no allocation), applies and sleeps without it, and takes it again to
+ * file the failures.  d->lock is taken
  * before any backend lock, never after one (no backend calls back here).
  * nq is also read without the lock (a relaxed load: the fast "nothing
  * queued" test of every ctl and wait); the lock orders everything else.
@@ -797,7 +798,7 @@ struct uepoll_deferred {
 	unsigned qcap, flcap, fcap;
 	unsigned age;			/* waits that returned events, queue not empty */
 	struct uepoll_change *q;	/* queued, in order */
-	struct uepoll_change *flight;	/* taken by the wait that applies them */
+	struct uepoll_change *flight;	/* the queue a wait took to apply (arrays swapped) */
 	struct uepoll_change *f;	/* failed, oldest first, not read yet */
 };
 
@@ -924,7 +925,8 @@ static int defer_wait(struct uepoll *u, struct epoll_event *evs, int max, int ti
 {
 	const struct uepoll_ops *ops;
 	struct uepoll_deferred *d;
-	unsigned n;
+	struct uepoll_change *fl;
+	unsigned n, cap;
 	int ret;
 
 	ret = check_live(u);
@@ -947,12 +949,13 @@ static int defer_wait(struct uepoll *u, struct epoll_event *evs, int max, int ti
 	}
 	pthread_mutex_lock(&d->lock);
 	n = d->nq;
-	if (defer_room(&d->flight, &d->flcap, n)) {
-		defer_apply(u, d);	/* no room to take them: a batch */
-		pthread_mutex_unlock(&d->lock);
-		return wait_(u, evs, max, timeout_ms);
-	}
-	memcpy(d->flight, d->q, n * sizeof(*d->q));
+	/* the queue's array becomes flight's, flight's (empty) the queue's */
+	fl = d->flight;
+	d->flight = d->q;
+	d->q = fl;
+	cap = d->flcap;
+	d->flcap = d->qcap;
+	d->qcap = cap;
 	d->nflight = n;
 	__atomic_store_n(&d->nq, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->age, 0, __ATOMIC_RELAXED);
