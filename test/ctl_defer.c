@@ -262,6 +262,13 @@ static void *other_thread(void *arg)
 	struct timespec ts = { 0, 30 * 1000000 };
 
 	nanosleep(&ts, NULL);
+	/*
+	 * The queue's lock, probed: uepoll_ctl_failed() takes it (as any
+	 * flush does when changes are queued), and the harvester sleeps
+	 * meanwhile with the deferred changes applied; held across that
+	 * sleep, this call would never return and the wait would time out.
+	 */
+	CHECK_EQ(uepoll_ctl_failed(o->u, NULL, 0), 0);
 	t_write(o->fd);
 	CHECK_EQ(t_add(o->u, o->fd, EPOLLIN | EPOLLET, 9), 0);
 	return NULL;
