@@ -202,21 +202,21 @@ static struct uepoll_change chl[CHMAX];
 static int nch, batch_mode;	/* 0 at once, 1 -batch, 2 -defer */
 
 /* the results of the n changes of c applied (r >= 0 or -EINTR) */
-static void changes_check(int r, const struct uepoll_change *chl, int n)
+static void changes_check(int r, const struct uepoll_change *c, int n)
 {
 	int i;
 
 	for (i = 0; (r >= 0 || r == -EINTR) && i < n; i++) {
-		if (chl[i].op == EPOLL_CTL_DEL &&
-		    (chl[i].res == -EBADF || chl[i].res == -ENOENT))
+		if (c[i].op == EPOLL_CTL_DEL &&
+		    (c[i].res == -EBADF || c[i].res == -ENOENT))
 			continue;
-		if (chl[i].res < 0) {
+		if (c[i].res < 0) {
 			fprintf(stderr, "%s: %s %d: %s\n", tool_prog,
-				chl[i].op == EPOLL_CTL_ADD ? "ADD" : "DEL", chl[i].fd,
-				strerror(-chl[i].res));
+				c[i].op == EPOLL_CTL_ADD ? "ADD" : "DEL", c[i].fd,
+				strerror(-c[i].res));
 			errors++;
-			if (chl[i].op == EPOLL_CTL_ADD)
-				close(chl[i].fd);
+			if (c[i].op == EPOLL_CTL_ADD)
+				close(c[i].fd);
 		}
 	}
 }
