@@ -702,6 +702,23 @@ static int native_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
  * qi[] = NOT_A_CHANGE).  Returns the number of changes it covers.
  */
 #define NOT_A_CHANGE	(~0u)
+
+/* the ring's MOD of the level epoll (level_repoll()) at the end of a run */
+static unsigned run_repoll(struct uepoll *u, struct native_priv *p, struct uepoll_aux_ctl *q,
+			   unsigned *qi, int *qw, unsigned *nq)
+{
+	struct uepoll_aux_ctl *a = &q[*nq];
+
+	a->epfd = u->fd;
+	a->op = EPOLL_CTL_MOD;
+	a->fd = p->lfd;
+	a->ev.events = EPOLLIN | EPOLLET;
+	a->ev.data.u64 = UEPOLL_LEVEL_DATA;
+	qw[*nq] = IN_RING;
+	qi[*nq] = NOT_A_CHANGE;
+	return (*nq)++;
+}
+
 static unsigned native_run(struct uepoll *u, struct native_priv *p, struct uepoll_change *ch,
 			   unsigned n, struct uepoll_aux_ctl *q, unsigned *qi, int *qw,
 			   unsigned *nq)
@@ -748,17 +765,8 @@ static unsigned native_run(struct uepoll *u, struct native_priv *p, struct uepol
 		qw[*nq] = w;
 		qi[(*nq)++] = i;
 	}
-	if (lmods) {
-		struct uepoll_aux_ctl *a = &q[*nq];
-
-		a->epfd = u->fd;
-		a->op = EPOLL_CTL_MOD;
-		a->fd = p->lfd;
-		a->ev.events = EPOLLIN | EPOLLET;
-		a->ev.data.u64 = UEPOLL_LEVEL_DATA;
-		qw[*nq] = IN_RING;
-		qi[(*nq)++] = NOT_A_CHANGE;
-	}
+	if (lmods)
+		run_repoll(u, p, q, qi, qw, nq);
 	return i;
 }
 
@@ -772,24 +780,37 @@ static unsigned native_run(struct uepoll *u, struct native_priv *p, struct uepol
  * uepoll fd (readable while the ring has entries; its poll also polls
  * the keyless wake-ups, as epoll_wait(fd, NULL, 0, t) does) in the same
  * io_uring_enter(); sl->ret 0 when the batch did not end with a run.
+ * *repoll in: the run with the sleep must also repoll the level epoll
+ * (level_repoll(), unless the run has it already); out: it did, with
+ * success.
  */
 static int native_batch_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned n,
-			      struct uepoll_aux_sleep *sl)
+			      struct uepoll_aux_sleep *sl, int *repoll)
 {
 	struct native_priv *p = u->priv;
 	struct uepoll_aux_ctl q[UEPOLL_AUX_MAX];
 	unsigned qi[UEPOLL_AUX_MAX], i = 0, k, nq, run;
-	int res[UEPOLL_AUX_MAX], qw[UEPOLL_AUX_MAX];
+	int res[UEPOLL_AUX_MAX], qw[UEPOLL_AUX_MAX], want = *repoll, rk;
 
 	if (p->forked)
 		return -ECHILD;
 	if (sl)
 		sl->ret = 0;
+	*repoll = 0;
 	pthread_mutex_lock(&p->lock);
 	while (i < n) {
 		run = native_run(u, p, ch + i, n - i, q, qi, qw, &nq);
+		rk = -1;
+		if (want && sl && i + run == n && p->lfd >= 0) {
+			/* native_run() keeps a place for it */
+			for (k = 0; k < nq && qi[k] != NOT_A_CHANGE; k++)
+				;
+			rk = (int)(k < nq ? k : run_repoll(u, p, q, qi, qw, &nq));
+		}
 		/* the last run carries the sleep (it releases p->lock for it) */
 		__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, i + run == n ? sl : NULL);
+		if (rk >= 0 && !res[rk])
+			*repoll = 1;
 		for (k = 0; k < nq; k++) {
 			struct uepoll_change *c;
 
@@ -828,29 +849,39 @@ static int native_batch_sleep(struct uepoll *u, struct uepoll_change *ch, unsign
 
 static int native_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
 {
-	return native_batch_sleep(u, ch, n, NULL);
+	int repoll = 0;
+
+	return native_batch_sleep(u, ch, n, NULL, &repoll);
 }
 
 /*
  * uepoll_ctl_wait(): the changes and the sleep in one io_uring_enter()
- * (native_batch_sleep()).  Not while level-triggered events may still be
- * ready (u->level): epoll keeps them on its ready list without a wake-up,
- * so no ring entry would end the sleep; uepoll_wait() harvests them.
+ * (native_batch_sleep()).  While level-triggered events may still be
+ * ready (u->level), epoll keeps them on its ready list without a wake-up,
+ * so no ring entry would end the sleep by itself: the same system call
+ * then also makes the ring's MOD of the level epoll before the sleep
+ * (level_repoll(): the ring polls the level epoll, whose poll polls the
+ * registrations on its ready list, and pushes the entry if one is still
+ * ready).  The ring now says what the harvest's epoll_wait() of the level
+ * epoll would have found, so u->level is cleared: the call that asked
+ * whether something was still ready, and the sleep that followed when
+ * nothing was, are one.  If that MOD failed (or did not run: no sleep),
+ * u->level stays and the harvest asks the level epoll as before.
  */
 static int native_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 			    struct epoll_event *evs, int max, int timeout_ms)
 {
 	struct native_priv *p = u->priv;
 	struct uepoll_aux_sleep sl = { .drop = &p->lock, .fd = u->fd, .timeout_ms = timeout_ms };
-	int ret;
+	int ret, repoll = u->level != 0;
 
 	(void)evs;
 	(void)max;
-	ret = native_batch_sleep(u, ch, n, u->level ? NULL : &sl);
+	ret = native_batch_sleep(u, ch, n, &sl, &repoll);
 	if (ret < 0)
 		return ret;
-	if (u->level)
-		return 0;
+	if (repoll)
+		u->level = 0;
 	if (sl.ret > 0)
 		HSTAT(u, sleeps, 1);
 	return sl.ret < 0 ? sl.ret : 0;

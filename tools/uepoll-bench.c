@@ -1632,8 +1632,11 @@ static double le_stop(pid_t spid, FILE *sf, const char *be)
 
 	kill(spid, SIGTERM);
 	while (fgets(line, sizeof(line), sf))
-		if (!strncmp(line, "uepoll-stats: ", 14))
+		if (!strncmp(line, "uepoll-stats: ", 14)) {
 			sys = (sys < 0 ? 0 : sys) + kv(line + 14, "syscalls");
+			/* the instance's counters, for the profile of a run (doc/BENCH.md) */
+			fprintf(stderr, "#   server: %s", line);
+		}
 	fclose(sf);
 	if (waitpid(spid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fprintf(stderr, "%s: server (%s) ended with status 0x%x\n", tool_prog, be, st);
