@@ -72,6 +72,12 @@ struct uepoll_ops {
 			 struct epoll_event *evs, int max, int timeout_ms);
 	/* optional: harvest+sleep in one call (epoll), NULL = generic loop */
 	int (*wait)(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
+	/* optional (native): the generic loop's sleep when the ring is empty
+	 * and only the level-triggered registrations the last harvest
+	 * reported are to be asked again (u->level 1), the question and the
+	 * sleep in one system call; timeout_ms != 0.  0: done (harvest
+	 * again), 1: not taken (harvest as usual), -errno as sleep */
+	int (*level_sleep)(struct uepoll *u, int timeout_ms);
 };
 
 /*

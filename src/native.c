@@ -106,6 +106,8 @@ struct native_priv {
 	int lfd;			/* the level epoll, -1 */
 	uint32_t lstamp;		/* __uepoll_level() calls */
 	unsigned unhinted;		/* level-triggered ones it reported, not hinted since */
+	int folded;			/* a sleep asked the level epoll since the last call */
+	int stuck;			/* ... and that call found only what the one before had */
 	struct native_priv *prev, *next;	/* live instances (fork handling) */
 	void *hmap, *imap;
 	size_t hlen, ilen;
@@ -798,6 +800,12 @@ static int native_batch_sleep(struct uepoll *u, struct uepoll_change *ch, unsign
 		sl->ret = 0;
 	*repoll = 0;
 	pthread_mutex_lock(&p->lock);
+	if (!n && want && sl && p->lfd >= 0) {	/* the repoll alone (native_level_sleep()) */
+		nq = 0;
+		rk = (int)run_repoll(u, p, q, qi, qw, &nq);
+		__uepoll_aux_epoll_ctl(u, p->aux, q, res, nq, sl);
+		*repoll = !res[rk];
+	}
 	while (i < n) {
 		run = native_run(u, p, ch + i, n - i, q, qi, qw, &nq);
 		rk = -1;
@@ -843,6 +851,8 @@ static int native_batch_sleep(struct uepoll *u, struct uepoll_change *ch, unsign
 			i++;
 		}
 	}
+	if (*repoll)
+		p->folded = 1;
 	pthread_mutex_unlock(&p->lock);
 	return 0;
 }
@@ -888,6 +898,46 @@ static int native_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned
 }
 
 /*
+ * uepoll_wait() with nothing in the ring, the level epoll to be asked
+ * again only because its last answer had level-triggered events (u->level
+ * 1: epoll keeps them on its ready list; most often the caller has read
+ * them dry since, which only that epoll_wait() would tell).  Instead of
+ * that epoll_wait() and then the sleep, one io_uring_enter() makes the
+ * ring's MOD of the level epoll (level_repoll(): it pushes the entry if
+ * one is still ready) and sleeps on the ring, as native_ctl_sleep() does
+ * with changes.  Not taken when the registrations stayed ready from one
+ * call to the next (p->stuck, as for a reader that takes part of what is
+ * there, as bufferevents do): the repoll would end the sleep at once and
+ * the harvest's epoll_wait() follow, two system calls where that one
+ * does.  A wrong guess costs one system call and is not repeated: the
+ * next answer decides again.  Nor when uepoll_drained() said all of them
+ * drained: the harvest then asks nothing and the wait spins first.
+ */
+static int native_level_sleep(struct uepoll *u, int timeout_ms)
+{
+	struct native_priv *p = u->priv;
+	struct uepoll_aux_sleep sl = { .drop = &p->lock, .fd = u->fd, .timeout_ms = timeout_ms };
+	int ret, repoll = 1;
+
+	if (p->forked)
+		return -ECHILD;
+	pthread_mutex_lock(&p->lock);
+	ret = p->stuck || !p->unhinted;
+	pthread_mutex_unlock(&p->lock);
+	if (ret)
+		return 1;
+	ret = native_batch_sleep(u, NULL, 0, &sl, &repoll);
+	if (ret < 0)
+		return ret;
+	if (!repoll)
+		return 1;
+	u->level = 0;
+	if (sl.ret > 0)
+		HSTAT(u, sleeps, 1);
+	return sl.ret < 0 ? sl.ret : 0;
+}
+
+/*
  * The level epoll's events (the inline harvest's end, u->level set): one
  * epoll_wait(lfd, evs, max, 0), each event's data translated back under
  * p->lock (stale ones dropped).  Skipped, and u->level cleared, when the
@@ -900,7 +950,8 @@ static int native_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned
 UEPOLL_API int __uepoll_level(struct uepoll *u, struct epoll_event *evs, int max)
 {
 	struct native_priv *p = u->priv;
-	int saved_errno = errno, r, i, w = 0;
+	int saved_errno = errno, r, i, w = 0, lt, rep;
+	uint32_t prev;
 
 	pthread_mutex_lock(&p->lock);
 	if (p->lfd < 0 || (!(u->level & 2) && !p->unhinted)) {
@@ -916,10 +967,12 @@ UEPOLL_API int __uepoll_level(struct uepoll *u, struct epoll_event *evs, int max
 		errno = saved_errno;
 		return r;
 	}
+	prev = p->lstamp;
 	p->lstamp++;
 	if (!p->lstamp)
 		p->lstamp++;
 	p->unhinted = 0;
+	lt = rep = 0;
 	for (i = 0; i < r; i++) {
 		uint64_t tok = evs[i].data.u64;
 		int fd = (int)(uint32_t)tok;
@@ -935,11 +988,20 @@ UEPOLL_API int __uepoll_level(struct uepoll *u, struct epoll_event *evs, int max
 		evs[w].data.u64 = l->data;
 		w++;
 		if (!(l->events & (EPOLLET | EPOLLONESHOT))) {
+			lt++;
+			rep += prev && l->stamp == prev;
 			l->stamp = p->lstamp;
 			l->hinted = 0;
 			p->unhinted++;
 		}
 	}
+	/*
+	 * Stayed ready: all it found the call before had found too, and no
+	 * wake-up of the level epoll can explain it (none came through the
+	 * ring, or only the entry a sleep's repoll pushed may have).
+	 */
+	p->stuck = (p->folded || !(u->level & 2)) && lt && rep == lt;
+	p->folded = 0;
 	u->level = r == max ? 2 : p->unhinted ? 1 : 0;
 	pthread_mutex_unlock(&p->lock);
 	errno = saved_errno;
@@ -1037,4 +1099,5 @@ const struct uepoll_ops __uepoll_native_ops __hidden = {
 	.drained = native_drained,
 	.sleep = native_sleep,
 	.ready = native_ready,
+	.level_sleep = native_level_sleep,
 };

@@ -634,6 +634,8 @@ static int64_t now_ns(void)
  * A signal handler that runs while we sleep ends the call with -EINTR
  * (never restarted, whatever SA_RESTART says, like epoll_wait(2)).
  */
+static int remaining_ms(int64_t deadline, int timeout_ms);
+
 static int wait_more(struct uepoll *u, const struct uepoll_ops *ops,
 		     struct epoll_event *evs, int max, int timeout_ms)
 {
@@ -645,6 +647,15 @@ static int wait_more(struct uepoll *u, const struct uepoll_ops *ops,
 	for (;;) {
 		int64_t left = -1;
 
+		if (ops->level_sleep && timeout_ms != 0 && u->level == 1 && !ops->ready(u)) {
+			int t = remaining_ms(deadline, timeout_ms);
+
+			ret = t ? ops->level_sleep(u, t) : 1;
+			if (ret < 0)
+				return ret;
+			if (ret == 0)
+				continue;
+		}
 		ret = uepoll_harvest(u, evs, max);
 		if (ret != 0 || timeout_ms == 0)
 			return ret;

@@ -37,17 +37,6 @@ static int64_t ms_now(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* the library folds nothing under valgrind (batch.c) */
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#define under_valgrind()	RUNNING_ON_VALGRIND
-#endif
-#endif
-#ifndef under_valgrind
-#define under_valgrind()	0
-#endif
-
 /* the kernel's io_uring has operation op */
 static int uring_has(int op)
 {
@@ -73,8 +62,7 @@ static uint64_t syscalls_of(const struct uepoll *u)
  */
 static int folds(const struct uepoll *u)
 {
-	return uepoll_backend_probe(UEPOLL_BACKEND_URING) == 0 && !under_valgrind() &&
-	       !(getenv("UEPOLL_BATCH") && !strcmp(getenv("UEPOLL_BATCH"), "loop")) &&
+	return uepoll_backend_probe(UEPOLL_BACKEND_URING) == 0 && t_folds_sleep() &&
 	       (!strcmp(uepoll_backend_name(u), "native") ||
 		(!strcmp(uepoll_backend_name(u), "epoll") && uring_has(59)));
 }

@@ -18,6 +18,25 @@
 #include <unistd.h>
 #include <uepoll.h>
 
+/* the library folds nothing into a sleep under valgrind (batch.c) */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define under_valgrind()	RUNNING_ON_VALGRIND
+#endif
+#endif
+#ifndef under_valgrind
+#define under_valgrind()	0
+#endif
+
+/* may the library fold changes or questions into a sleep (batch.c)? */
+static inline int t_folds_sleep(void)
+{
+	const char *b = getenv("UEPOLL_BATCH");
+
+	return !under_valgrind() && !(b && !strcmp(b, "loop"));
+}
+
 #define T_PASS 0
 #define T_FAIL 1
 #define T_SKIP 77

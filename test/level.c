@@ -23,6 +23,7 @@
  * harvest is one epoll_wait(2) anyway: the cost checks are skipped, the
  * reports are checked all the same.
  */
+#include <pthread.h>
 #include "helpers.h"
 
 static struct uepoll u;
@@ -124,9 +125,97 @@ static void mixed(void)
 		close(fd[i]);
 }
 
+/* uepoll_wait(): its events and the system calls it made */
+static int wait_counted(int ms, uint64_t *sys)
+{
+	struct epoll_event evs[8];
+	uint64_t s0 = sys_now();
+	int n = uepoll_wait(&u, evs, 8, ms);
+
+	*sys = sys_now() - s0;
+	CHECK(n >= 0);
+	CHECK(n == 0 || evs[0].data.u64 == 20 || evs[0].data.u64 == 21);
+	return n;
+}
+
+/* a write to *arg 50 ms from now, by another thread */
+static void *late_write(void *arg)
+{
+	struct timespec ts = { 0, 50 * 1000000 };
+
+	nanosleep(&ts, NULL);
+	t_write(*(int *)arg);
+	return NULL;
+}
+
+/*
+ * native, uepoll_wait() after a harvest that reported a level-triggered
+ * event, the ring empty: the level epoll's "still ready?" rides on the
+ * sleep (one system call for both), unless its last answer, after such a
+ * sleep, found only what the answer before had found (it stayed ready:
+ * one epoll_wait() answers, a sleep would end at once).  Where the
+ * library folds nothing into a sleep (valgrind, UEPOLL_BATCH=loop) only
+ * the reports are checked.
+ */
+static void waits(int folds)
+{
+	struct epoll_event ev;
+	pthread_t t;
+	uint64_t s;
+	int efd, et;
+
+	t_init(&u, 8);
+	efd = t_efd();
+	et = t_efd();
+	CHECK_EQ(t_add(&u, efd, EPOLLIN, 20), 0);
+	CHECK_EQ(t_add(&u, et, EPOLLIN | EPOLLET, 21), 0);
+	/* the first sets the helper ring up */
+	t_write(efd);
+	CHECK_EQ(wait_counted(1000, &s), 1);
+	CHECK_EQ(t_read(efd), 1);
+	CHECK_EQ(wait_counted(10, &s), 0);
+	/* the same fd after such a sleep: taken for one that stayed ready */
+	t_write(efd);
+	CHECK_EQ(wait_counted(1000, &s), 1);
+	CHECK_EQ(t_read(efd), 1);
+	CHECK_EQ(wait_counted(10, &s), 0);	/* (the guess undone) */
+
+	t_write(efd);
+	CHECK_EQ(wait_counted(1000, &s), 1);
+	CHECK_EQ(t_read(efd), 1);		/* drained: the library cannot know */
+	/* an edge-triggered event ends the sleep (a timeout would cost the
+	 * cancel of the sleep's poll) */
+	CHECK_EQ(pthread_create(&t, NULL, late_write, &et), 0);
+	CHECK_EQ(wait_counted(5000, &s), 1);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	printf("level: native: a wait after a drained level-triggered event: %llu system calls%s\n",
+	       (unsigned long long)s, folds ? " (folded: 1)" : "");
+	if (folds)
+		CHECK_EQ(s, 1);
+	CHECK_EQ(t_read(et), 1);
+	CHECK_EQ(uepoll_harvest(&u, &ev, 1), 0);
+
+	t_write(efd);
+	CHECK_EQ(wait_counted(1000, &s), 1);	/* after that sleep */
+	CHECK_EQ(wait_counted(1000, &s), 1);	/* not read: still ready */
+	printf("level: native: a wait while it stays ready: %llu system calls (1)\n",
+	       (unsigned long long)s);
+	CHECK_EQ(s, 1);
+	CHECK_EQ(wait_counted(1000, &s), 1);
+	CHECK_EQ(s, 1);
+	CHECK_EQ(t_read(efd), 1);
+	CHECK_EQ(wait_counted(10, &s), 0);
+	t_write(efd);
+	CHECK_EQ(wait_counted(1000, &s), 1);	/* and it is still watched */
+	CHECK_EQ(t_read(efd), 1);
+	close(efd);
+	close(et);
+	uepoll_exit(&u);
+}
+
 int main(void)
 {
-	int caps, efd, i;
+	int caps, efd, i, native;
 	uint64_t v = 1;
 
 	t_init(&u, 8);
@@ -135,6 +224,7 @@ int main(void)
 	if (!(caps & UEPOLL_CAP_LEVEL))
 		SKIP("backend %s has no level-triggered registrations", uepoll_backend_name(&u));
 	counted = uepoll_backend(&u) != (int)UEPOLL_BACKEND_EPOLL;
+	native = uepoll_backend(&u) == (int)UEPOLL_BACKEND_NATIVE;
 
 	/* argument errors */
 	CHECK_EQ(uepoll_drained(NULL, 0, EPOLLIN), -EINVAL);
@@ -219,6 +309,8 @@ int main(void)
 	uepoll_exit(&u);
 	CHECK_EQ(uepoll_drained(&u, 0, EPOLLIN), -EBADF);
 	mixed();
+	if (native)
+		waits(t_folds_sleep());
 	printf("level: %s: level-triggered costs as documented\n", getenv("UEPOLL_BACKEND") ?: "auto");
 	return T_PASS;
 }
