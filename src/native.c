@@ -32,7 +32,9 @@
  * level-triggered events the next harvest calls again (u->level), until a
  * call returns none of them, or uepoll_drained(3) said each of them is
  * drained: one system call per harvest while something stays ready, as
- * epoll_wait(2) makes, none once drained and none while idle.  A
+ * epoll_wait(2) makes, none once drained and none while idle.  A wait
+ * that would sleep asks in its sleep's system call instead
+ * (native_level_sleep(), native_ctl_sleep()).  A
  * registration whose data is UEPOLL_LEVEL_DATA goes there too (as
  * edge-triggered, epoll does that as well), so the value means the level
  * epoll alone in the ring.  In the level epoll a registration's data is

@@ -1666,6 +1666,7 @@ static double le_stop_checked(pid_t spid, FILE *sf, const char *be, int *nstats)
 		if (!strncmp(line, "uepoll-stats: ", 14)) {
 			sys = (sys < 0 ? 0 : sys) + kv(line + 14, "syscalls");
 			(*nstats)++;
+			fprintf(stderr, "#   server: %s", line);
 		}
 	}
 	fclose(sf);
