@@ -72,11 +72,12 @@ struct uepoll_ops {
 			 struct epoll_event *evs, int max, int timeout_ms);
 	/* optional: harvest+sleep in one call (epoll), NULL = generic loop */
 	int (*wait)(struct uepoll *u, struct epoll_event *evs, int max, int timeout_ms);
-	/* optional (native): the generic loop's sleep when the ring is empty
-	 * and only the level-triggered registrations the last harvest
-	 * reported are to be asked again (u->level 1), the question and the
-	 * sleep in one system call; timeout_ms != 0.  0: done (harvest
-	 * again), 1: not taken (harvest as usual), -errno as sleep */
+	/* optional: the generic loop's sleep when nothing is pending (ready
+	 * says no) but the level-triggered registrations a harvest reported
+	 * are to be asked again (native: u->level 1; uring: the level list),
+	 * the question and the sleep in one system call; timeout_ms != 0.
+	 * 0: done (harvest again), 1: not taken (harvest as usual), -errno
+	 * as harvest or sleep would answer */
 	int (*level_sleep)(struct uepoll *u, int timeout_ms);
 };
 

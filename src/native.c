@@ -915,14 +915,20 @@ static int native_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned
  * next answer decides again.  Nor when uepoll_drained() said all of them
  * drained: the harvest then asks nothing and the wait spins first.
  */
+static int native_ready(struct uepoll *u);
+
 static int native_level_sleep(struct uepoll *u, int timeout_ms)
 {
 	struct native_priv *p = u->priv;
 	struct uepoll_aux_sleep sl = { .drop = &p->lock, .fd = u->fd, .timeout_ms = timeout_ms };
 	int ret, repoll = 1;
 
+	if (u->level != 1)
+		return 1;
 	if (p->forked)
 		return -ECHILD;
+	if (native_ready(u))
+		return 1;	/* the ring has entries: harvest */
 	pthread_mutex_lock(&p->lock);
 	ret = p->stuck || !p->unhinted;
 	pthread_mutex_unlock(&p->lock);

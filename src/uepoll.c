@@ -627,35 +627,42 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static int remaining_ms(int64_t deadline, int timeout_ms);
+
 /*
  * Harvest; if nothing, sleep and harvest again until something comes or
  * the timeout expires.  A wake-up can yield nothing (a completion of a
  * deleted registration): then sleep again for the rest of the timeout.
  * A signal handler that runs while we sleep ends the call with -EINTR
  * (never restarted, whatever SA_RESTART says, like epoll_wait(2)).
+ * Where the backend asks its level-triggered registrations in its sleep
+ * (ops->level_sleep), that sleep comes first, without a spin, when
+ * nothing is pending but that question, and the harvest after it takes
+ * its answer.
  */
-static int remaining_ms(int64_t deadline, int timeout_ms);
 
 static int wait_more(struct uepoll *u, const struct uepoll_ops *ops,
 		     struct epoll_event *evs, int max, int timeout_ms)
 {
 	int64_t deadline = 0;
-	int ret;
+	int ret, asked = 0;
 
 	if (timeout_ms > 0)
 		deadline = now_ns() + (int64_t)timeout_ms * 1000000;
 	for (;;) {
 		int64_t left = -1;
 
-		if (ops->level_sleep && timeout_ms != 0 && u->level == 1 && !ops->ready(u)) {
+		if (!asked && ops->level_sleep && timeout_ms != 0) {
 			int t = remaining_ms(deadline, timeout_ms);
 
 			ret = t ? ops->level_sleep(u, t) : 1;
 			if (ret < 0)
 				return ret;
-			if (ret == 0)
+			asked = ret == 0;	/* the harvest takes its answer */
+			if (asked)
 				continue;
 		}
+		asked = 0;
 		ret = uepoll_harvest(u, evs, max);
 		if (ret != 0 || timeout_ms == 0)
 			return ret;

@@ -91,6 +91,8 @@ struct uslot {
 	uint8_t idle;		/* ONESHOT poll ended on bits not asked: re-arm multishot */
 	uint8_t inlvl;		/* level-triggered, on the level list */
 	uint32_t drained;	/* uepoll_drained(): bits not to poll for until the next event */
+	uint32_t prestamp;	/* the level sleep that polled it (uring_level_sleep()) */
+	uint32_t prerev;	/* ... and what its poll said */
 	uint64_t dev, ino;	/* the file registered (fstat() at ADD) */
 };
 
@@ -106,7 +108,9 @@ struct uring_priv {
 	unsigned nlvl;
 	uint32_t *bslot;	/* the slot of each event of the batch */
 	uint32_t *pslot;	/* recheck(): the slot of each pollfd */
-	struct pollfd *pfd;	/* recheck()'s poll(2) set */
+	struct pollfd *pfd;	/* recheck()'s poll(2) set (n + 1: the level sleep's ring fd) */
+	uint32_t prestamp;	/* uring_level_sleep() calls */
+	int pre;		/* ... the last one's answers are for this harvest */
 	struct fdmap map;
 	uint32_t batch;
 	unsigned setup;		/* IORING_SETUP_* used */
@@ -229,7 +233,7 @@ static int uring_init(struct uepoll *u, unsigned n, unsigned flags)
 	p->lvl = calloc(n, sizeof(*p->lvl));
 	p->bslot = calloc(n, sizeof(*p->bslot));
 	p->pslot = calloc(n, sizeof(*p->pslot));
-	p->pfd = calloc(n, sizeof(*p->pfd));
+	p->pfd = calloc(n + 1, sizeof(*p->pfd));
 	p->aux = __uepoll_aux_new();
 	if (!p->slots || !p->freel || !p->rearm || !p->lvl || !p->bslot || !p->pslot ||
 	    !p->pfd || !p->aux) {
@@ -664,6 +668,7 @@ static void level_add(struct uepoll *u, struct uring_priv *p, uint32_t s)
 
 	if (sl->inlvl)
 		return;
+	sl->prestamp = 0;	/* not polled by the last level sleep */
 	if (p->nlvl == u->n) {
 		for (i = 0; i < p->nlvl; i++) {
 			struct uslot *x = &p->slots[p->lvl[i]];
@@ -837,12 +842,13 @@ static void rearm_queued(struct uepoll *u, struct uring_priv *p)
  */
 static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b)
 {
-	unsigned i, k = 0, n = p->nlvl;
+	unsigned i, k = 0, n = p->nlvl, npoll = 0;
 	int j, w;
 
 	for (i = 0; i < n; i++) {
 		uint32_t s = p->lvl[i];
 		struct uslot *sl = &p->slots[s];
+		int pre;
 
 		if (sl->fd < 0 || !sl->inlvl)
 			continue;	/* DEL or MOD took it off (lazily) */
@@ -850,20 +856,29 @@ static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b)
 			sl->inlvl = 0;	/* drained: until its next event */
 			continue;
 		}
+		/* answered by the level sleep just before: not polled again
+		 * (a negative fd: poll(2) skips it) */
+		pre = p->pre && sl->prestamp == p->prestamp;
 		p->pslot[k] = s;
-		p->pfd[k].fd = sl->fd;
+		p->pfd[k].fd = pre ? -1 : sl->fd;
 		p->pfd[k].events = (short)(sl->events & ~sl->drained & 0xffff);
 		p->pfd[k].revents = 0;
+		npoll += !pre;
 		k++;
 	}
 	if (!k) {
 		p->nlvl = 0;
 		return;
 	}
-	HSTAT(u, rechecks, 1);
-	STAT_SYS(u);
-	if (poll(p->pfd, k, 0) < 0)
-		return;
+	if (npoll) {
+		HSTAT(u, rechecks, 1);
+		STAT_SYS(u);
+		if (poll(p->pfd, k, 0) < 0)
+			return;
+	}
+	for (i = 0; i < k; i++)
+		if (p->pfd[i].fd < 0)
+			p->pfd[i].revents = (short)p->slots[p->pslot[i]].prerev;
 	p->nlvl = 0;
 	for (i = 0; i < k; i++) {
 		uint32_t s = p->pslot[i];
@@ -933,6 +948,7 @@ static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 	}
 	if (p->nlvl)
 		recheck(u, p, &b);
+	p->pre = 0;
 	rearm_queued(u, p);
 	pthread_mutex_unlock(&p->lock);
 	if (b.cnt)
@@ -948,8 +964,10 @@ static void uring_drained(struct uepoll *u, int fd, uint32_t events)
 
 	pthread_mutex_lock(&p->lock);
 	s = fdmap_get(&p->map, fd);
-	if (s >= 0 && p->slots[s].inlvl)
+	if (s >= 0 && p->slots[s].inlvl) {
 		p->slots[s].drained |= __uepoll_drained_bits(events);
+		p->slots[s].prestamp = 0;	/* that poll asked for them */
+	}
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -989,6 +1007,73 @@ static int uring_sleep(struct uepoll *u, int timeout_ms)
 	return ret < 0 ? -errno : 0;
 }
 
+/*
+ * uepoll_wait() with no completion pending and registrations on the level
+ * list: recheck()'s poll(2) and the sleep are one ppoll(), of their files
+ * and the ring fd.  The sleep ends at once while one of them is still
+ * ready, as that poll(2) would have found it.  Each answer is kept in its
+ * slot for the harvest that follows, whose recheck() takes it instead of
+ * polling that file again: one system call where the poll(2) and the
+ * sleep were two, and one where the poll(2) alone found one still ready.
+ * A slot put on the list since, or hinted (level_add(), uepoll_drained()),
+ * is polled as before; DEL and MOD take a slot off the list.  The files
+ * are polled without the lock (another thread's ctl may change them
+ * meanwhile): only answers of slots whose prestamp is still this sleep's
+ * are kept.
+ */
+static int uring_level_sleep(struct uepoll *u, int timeout_ms)
+{
+	struct uring_priv *p = u->priv;
+	struct timespec ts;
+	uint32_t stamp;
+	unsigned i, k = 0;
+	int ret;
+
+	if (!p->nlvl || uring_ready(u))	/* (nlvl: as in uring_harvest()) */
+		return 1;
+	pthread_mutex_lock(&p->lock);
+	stamp = ++p->prestamp ? p->prestamp : ++p->prestamp;
+	for (i = 0; i < p->nlvl; i++) {
+		uint32_t s = p->lvl[i];
+		struct uslot *sl = &p->slots[s];
+
+		if (sl->fd < 0 || !sl->inlvl || !(sl->events & ~sl->drained & UEPOLL_HINT_BITS))
+			continue;	/* recheck() takes it off */
+		sl->prestamp = stamp;
+		p->pslot[k] = s;
+		p->pfd[k].fd = sl->fd;
+		p->pfd[k].events = (short)(sl->events & ~sl->drained & 0xffff);
+		p->pfd[k].revents = 0;
+		k++;
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (!k)
+		return 1;
+	p->pfd[k].fd = p->ring.ring_fd;
+	p->pfd[k].events = POLLIN;
+	p->pfd[k].revents = 0;
+	if (timeout_ms >= 0) {
+		ts.tv_sec = timeout_ms / 1000;
+		ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
+	}
+	HSTAT(u, sleeps, 1);
+	HSTAT(u, rechecks, 1);
+	STAT_SYS(u);
+	ret = ppoll(p->pfd, k + 1, timeout_ms >= 0 ? &ts : NULL, NULL);
+	if (ret < 0)
+		return -errno;
+	pthread_mutex_lock(&p->lock);
+	for (i = 0; i < k; i++) {
+		struct uslot *sl = &p->slots[p->pslot[i]];
+
+		if (sl->prestamp == stamp)
+			sl->prerev = (uint32_t)(uint16_t)p->pfd[i].revents;
+	}
+	p->pre = 1;
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
 const struct uepoll_ops __uepoll_uring_ops __hidden = {
 	.name = "uring",
 	.checks = UEPOLL_CHECKS_NONE,
@@ -1005,4 +1090,5 @@ const struct uepoll_ops __uepoll_uring_ops __hidden = {
 	.gone = uring_gone,
 	.sleep = uring_sleep,
 	.ready = uring_ready,
+	.level_sleep = uring_level_sleep,
 };

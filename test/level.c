@@ -18,7 +18,8 @@
  *  - uepoll_drained() errors: -EBADF (fd < 0, after uepoll_exit()),
  *    -EINVAL (NULL, not initialised); 0 for a file not registered;
  *  - both kinds together (mixed()): the capacity, the data
- *    UEPOLL_LEVEL_DATA, a MOD to level-triggered, DEL then ADD.
+ *    UEPOLL_LEVEL_DATA, a MOD to level-triggered, DEL then ADD;
+ *  - a wait that would sleep asks in its sleep (waits()).
  * On the epoll backend (the kernel's own level-triggered epoll) every
  * harvest is one epoll_wait(2) anyway: the cost checks are skipped, the
  * reports are checked all the same.
@@ -149,13 +150,15 @@ static void *late_write(void *arg)
 }
 
 /*
- * native, uepoll_wait() after a harvest that reported a level-triggered
- * event, the ring empty: the level epoll's "still ready?" rides on the
- * sleep (one system call for both), unless its last answer, after such a
- * sleep, found only what the answer before had found (it stayed ready:
- * one epoll_wait() answers, a sleep would end at once).  Where the
- * library folds nothing into a sleep (valgrind, UEPOLL_BATCH=loop) only
- * the reports are checked.
+ * uepoll_wait() after a harvest that reported a level-triggered event,
+ * nothing pending: "still ready?" rides on the sleep, one system call
+ * for both.  native: the ring's repoll of the level epoll, unless the
+ * level epoll's last answer, after such a sleep, found only what the
+ * answer before had found (it stayed ready: one epoll_wait() answers, a
+ * sleep would end at once); where the library folds nothing into a sleep
+ * (valgrind, UEPOLL_BATCH=loop) only the reports are checked.  uring:
+ * one ppoll() of the ring fd and the files, whose answer the harvest
+ * takes (it ends at once while the file stays ready).
  */
 static void waits(int folds)
 {
@@ -188,8 +191,8 @@ static void waits(int folds)
 	CHECK_EQ(pthread_create(&t, NULL, late_write, &et), 0);
 	CHECK_EQ(wait_counted(5000, &s), 1);
 	CHECK_EQ(pthread_join(t, NULL), 0);
-	printf("level: native: a wait after a drained level-triggered event: %llu system calls%s\n",
-	       (unsigned long long)s, folds ? " (folded: 1)" : "");
+	printf("level: %s: a wait after a drained level-triggered event: %llu system calls%s\n",
+	       uepoll_backend_name(&u), (unsigned long long)s, folds ? " (folded: 1)" : "");
 	if (folds)
 		CHECK_EQ(s, 1);
 	CHECK_EQ(t_read(et), 1);
@@ -198,8 +201,8 @@ static void waits(int folds)
 	t_write(efd);
 	CHECK_EQ(wait_counted(1000, &s), 1);	/* after that sleep */
 	CHECK_EQ(wait_counted(1000, &s), 1);	/* not read: still ready */
-	printf("level: native: a wait while it stays ready: %llu system calls (1)\n",
-	       (unsigned long long)s);
+	printf("level: %s: a wait while it stays ready: %llu system calls (1)\n",
+	       uepoll_backend_name(&u), (unsigned long long)s);
 	CHECK_EQ(s, 1);
 	CHECK_EQ(wait_counted(1000, &s), 1);
 	CHECK_EQ(s, 1);
@@ -311,6 +314,8 @@ int main(void)
 	mixed();
 	if (native)
 		waits(t_folds_sleep());
+	else if (counted)
+		waits(1);	/* uring: a ppoll() */
 	printf("level: %s: level-triggered costs as documented\n", getenv("UEPOLL_BACKEND") ?: "auto");
 	return T_PASS;
 }
