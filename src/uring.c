@@ -30,7 +30,9 @@
  * is drained, and none when nothing of it is ready.  uepoll_drained(3)
  * takes bits off what the next poll asks (the application read or wrote
  * until EAGAIN); a registration with nothing left to ask leaves the list
- * without a poll, until its next wake-up.
+ * without a poll, until its next wake-up.  A wait that would sleep asks
+ * in its sleep instead: one ppoll() of the ring fd and those files
+ * (uring_level_sleep()).
  *
  * A poll that ends (no IORING_CQE_F_MORE: CQ overflow, a cancel because
  * the submitting thread exited, ...) is re-armed by the harvester; a
