@@ -858,9 +858,13 @@ static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b)
 			sl->inlvl = 0;	/* drained: until its next event */
 			continue;
 		}
-		/* answered by the level sleep just before: not polled again
-		 * (a negative fd: poll(2) skips it) */
-		pre = p->pre && sl->prestamp == p->prestamp;
+		/*
+		 * Answered by the level sleep just before: not polled again (a
+		 * negative fd: poll(2) skips it).  Not when this harvest has a
+		 * completion of it: that wake-up may have come after the
+		 * sleep's answer, which would then drop the event.
+		 */
+		pre = p->pre && sl->prestamp == p->prestamp && sl->stamp != b->stamp;
 		p->pslot[k] = s;
 		p->pfd[k].fd = pre ? -1 : sl->fd;
 		p->pfd[k].events = (short)(sl->events & ~sl->drained & 0xffff);
