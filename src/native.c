@@ -920,8 +920,7 @@ static int native_ready(struct uepoll *u);
 static int native_level_sleep(struct uepoll *u, int timeout_ms)
 {
 	struct native_priv *p = u->priv;
-	struct uepoll_aux_sleep sl = { .drop = &p->lock, .fd = u->fd, .timeout_ms = timeout_ms };
-	int ret, repoll = 1;
+	int ret;
 
 	if (u->level != 1)
 		return 1;
@@ -934,15 +933,12 @@ static int native_level_sleep(struct uepoll *u, int timeout_ms)
 	pthread_mutex_unlock(&p->lock);
 	if (ret)
 		return 1;
-	ret = native_batch_sleep(u, NULL, 0, &sl, &repoll);
+	/* no changes: the repoll alone with the sleep; u->level stays set
+	 * (not taken) if the repoll failed */
+	ret = native_ctl_sleep(u, NULL, 0, NULL, 0, timeout_ms);
 	if (ret < 0)
 		return ret;
-	if (!repoll)
-		return 1;
-	u->level = 0;
-	if (sl.ret > 0)
-		HSTAT(u, sleeps, 1);
-	return sl.ret < 0 ? sl.ret : 0;
+	return u->level ? 1 : 0;
 }
 
 /*
@@ -958,7 +954,8 @@ static int native_level_sleep(struct uepoll *u, int timeout_ms)
 UEPOLL_API int __uepoll_level(struct uepoll *u, struct epoll_event *evs, int max)
 {
 	struct native_priv *p = u->priv;
-	int saved_errno = errno, r, i, w = 0, lt, rep;
+	int saved_errno = errno, r, i, w = 0;
+	unsigned rep;
 	uint32_t prev;
 
 	pthread_mutex_lock(&p->lock);
@@ -980,7 +977,7 @@ UEPOLL_API int __uepoll_level(struct uepoll *u, struct epoll_event *evs, int max
 	if (!p->lstamp)
 		p->lstamp++;
 	p->unhinted = 0;
-	lt = rep = 0;
+	rep = 0;
 	for (i = 0; i < r; i++) {
 		uint64_t tok = evs[i].data.u64;
 		int fd = (int)(uint32_t)tok;
@@ -996,7 +993,6 @@ UEPOLL_API int __uepoll_level(struct uepoll *u, struct epoll_event *evs, int max
 		evs[w].data.u64 = l->data;
 		w++;
 		if (!(l->events & (EPOLLET | EPOLLONESHOT))) {
-			lt++;
 			rep += prev && l->stamp == prev;
 			l->stamp = p->lstamp;
 			l->hinted = 0;
@@ -1008,7 +1004,7 @@ UEPOLL_API int __uepoll_level(struct uepoll *u, struct epoll_event *evs, int max
 	 * wake-up of the level epoll can explain it (none came through the
 	 * ring, or only the entry a sleep's repoll pushed may have).
 	 */
-	p->stuck = (p->folded || !(u->level & 2)) && lt && rep == lt;
+	p->stuck = (p->folded || !(u->level & 2)) && p->unhinted && rep == p->unhinted;
 	p->folded = 0;
 	u->level = r == max ? 2 : p->unhinted ? 1 : 0;
 	pthread_mutex_unlock(&p->lock);
