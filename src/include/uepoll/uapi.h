@@ -18,6 +18,16 @@
 #endif
 
 /*
+ * epoll_create2() flag, with EPOLL_USERPOLL only: registrations without
+ * EPOLLET are allowed and level-triggered (polled again by the kernel at
+ * epoll_wait(fd, NULL, 0, t) and poll of the instance).  Refused (EINVAL)
+ * by a kernel without it; without it, EPOLLET is required.
+ */
+#ifndef EPOLL_USERPOLL_LEVEL
+#define EPOLL_USERPOLL_LEVEL 2
+#endif
+
+/*
  * ready_events marker: "the ring entry that points at this item belongs to
  * a registration that has been removed".  Bit 26: bit 27 is
  * EPOLL_URING_WAKE, 28..31 are EXCLUSIVE, WAKEUP, ONESHOT, ET.
