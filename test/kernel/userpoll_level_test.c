@@ -5,10 +5,12 @@
  * errors, an event that stays ready appended again at epoll_wait(fd, NULL,
  * 0, t) and at poll() of the instance once the consumer took the last one,
  * never while it has not, and never after the file was drained, a DEL, a
- * MOD to EPOLLET or EPOLLONESHOT; edge-triggered registrations of the same
- * instance unchanged; a sleeper told at once; a slot reused after a DEL.
- * Every case is checked against what a plain epoll_wait() says of the same
- * file (the oracle): reported again exactly while it would be.
+ * MOD to EPOLLET or EPOLLONESHOT; its wake-ups polled by the consumer, as
+ * keyless ones are (the repoll hint, then exactly what the file's poll
+ * says); edge-triggered registrations of the same instance unchanged; a
+ * sleeper told at once; a slot reused after a DEL.  Every case is checked
+ * against what a plain epoll_wait() says of the same file (the oracle):
+ * reported again exactly while it would be.
  */
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
@@ -142,6 +144,10 @@ TEST_F(level, reported_again_while_ready)
 	EXPECT_EQ(0, ask(&self->u, ev, 4, &w));
 	EXPECT_EQ(0, w);
 	ASSERT_EQ(0, up_efd_write(self->efd, 1));
+	/* the wake-up marks it and raises the hint; the poll reports it */
+	EXPECT_EQ(0, up_pending(&self->u));
+	EXPECT_EQ(1, up_repoll(&self->u));
+	EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 0));
 	for (round = 0; round < 3; round++) {
 		ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL))
 			TH_LOG("round %d", round);
@@ -162,9 +168,13 @@ TEST_F(level, reported_again_while_ready)
 	EXPECT_EQ(0, w);
 	EXPECT_EQ(0, ask(&self->u, ev, 4, &w));
 	EXPECT_EQ(0, w);
-	/* ready again: reported by the wake-up, as before */
+	/* ready again: the wake-up is polled when the consumer asks */
 	ASSERT_EQ(0, up_efd_write(self->efd, 1));
-	EXPECT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	EXPECT_EQ(1, up_repoll(&self->u));
+	EXPECT_EQ(0, up_pending(&self->u));
+	EXPECT_EQ(1, ask(&self->u, ev, 4, &w));
+	EXPECT_EQ(-ESTALE, w);
+	EXPECT_EQ(0, up_repoll(&self->u));
 	EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 0));
 }
 
@@ -177,7 +187,9 @@ TEST_F(level, not_appended_while_not_taken)
 
 	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, self->efd, LT_IN, 1));
 	ASSERT_EQ(0, up_efd_write(self->efd, 1));
+	EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 0));
 	tail = up_tail(&self->u);
+	EXPECT_EQ(1, tail);
 	/* the entry is unread: asking again appends nothing */
 	for (i = 0; i < 5; i++) {
 		EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 0));
@@ -195,6 +207,9 @@ TEST_F(level, poll_of_the_instance_asks)
 
 	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, self->p[0], LT_IN, 3));
 	ASSERT_EQ(5, write(self->p[1], "01234", 5));
+	/* the write's wake-up: polled by the poll of the instance */
+	EXPECT_EQ(0, up_pending(&self->u));
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
 	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
 	/* a partial read: still ready */
 	{
@@ -239,7 +254,7 @@ TEST_F(level, mod_between_level_and_edge)
 
 	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, self->efd, LT_IN, 1));
 	ASSERT_EQ(0, up_efd_write(self->efd, 1));
-	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	ASSERT_EQ(1, ask(&self->u, ev, 4, &w));
 	/* to EPOLLET: MOD polls and reports once, then never again */
 	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_MOD, self->efd, ET_IN, 2));
 	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
@@ -266,7 +281,12 @@ TEST_F(level, oneshot_once)
 	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, self->efd,
 			    LT_IN | EPOLLONESHOT, 1));
 	ASSERT_EQ(0, up_efd_write(self->efd, 1));
-	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	ASSERT_EQ(1, ask(&self->u, ev, 4, &w));
+	EXPECT_EQ(-ESTALE, w);
+	EXPECT_EQ(0, ask(&self->u, ev, 4, &w));
+	EXPECT_EQ(0, w);
+	/* disarmed: a new wake-up reports nothing either */
+	ASSERT_EQ(0, up_efd_write(self->efd, 1));
 	EXPECT_EQ(0, ask(&self->u, ev, 4, &w));
 	EXPECT_EQ(0, w);
 	/* re-armed by MOD: once more */
@@ -288,7 +308,7 @@ TEST_F(level, del_and_slot_reuse)
 	ASSERT_LE(0, efd2);
 	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, self->efd, LT_IN, 1));
 	ASSERT_EQ(0, up_efd_write(self->efd, 1));
-	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	ASSERT_EQ(1, ask(&self->u, ev, 4, &w));
 	/* marked and still ready; DEL: its removal entry, then nothing */
 	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_DEL, self->efd, 0, 0));
 	EXPECT_EQ(0, up_harvest(&self->u, ev, 4, &st));
@@ -309,7 +329,7 @@ TEST_F(level, del_and_slot_reuse)
 	EXPECT_EQ(0, w);
 	/* and it is efd2's from now on */
 	ASSERT_EQ(0, up_efd_write(efd2, 1));
-	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
+	ASSERT_EQ(1, ask(&self->u, ev, 4, &w));
 	EXPECT_EQ(2, ev[0].data);
 	EXPECT_EQ(1, ask(&self->u, ev, 4, &w));
 	EXPECT_EQ(2, ev[0].data);
@@ -320,6 +340,33 @@ TEST_F(level, del_and_slot_reuse)
 	EXPECT_EQ(0, up_harvest(&self->u, ev, 4, &st));
 	EXPECT_EQ(0, ask(&self->u, ev, 4, &w));
 	EXPECT_EQ(0, w);
+}
+
+TEST_F(level, wakeups_polled_not_announced)
+{
+	struct up_event ev[4];
+	int sv[2], w;
+
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, sv));
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, sv[0],
+			    EPOLLIN | EPOLLPRI, 4));
+	/* a datagram's wake-up says IN|PRI; the socket holds IN only */
+	ASSERT_EQ(1, send(sv[1], "x", 1, 0));
+	EXPECT_EQ(0, up_pending(&self->u));
+	EXPECT_EQ(1, up_repoll(&self->u));
+	ASSERT_EQ(1, ask(&self->u, ev, 4, &w));
+	EXPECT_EQ(oracle(sv[0], EPOLLIN | EPOLLPRI), ev[0].events);
+	EXPECT_EQ((uint32_t)EPOLLIN, ev[0].events);
+	EXPECT_EQ(0, up_repoll(&self->u));
+
+	/* a wake-up outside the mask: no mark, no hint, nothing to poll */
+	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, self->efd, EPOLLPRI, 5));
+	EXPECT_EQ(0, up_pending(&self->u));
+	ASSERT_EQ(0, up_efd_write(self->efd, 1));
+	EXPECT_EQ(0, up_repoll(&self->u));
+	EXPECT_EQ(0, up_pending(&self->u));
+	close(sv[0]);
+	close(sv[1]);
 }
 
 TEST_F(level, hangup_stays)
@@ -353,13 +400,12 @@ TEST_F(level, reports_what_the_file_says)
 	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
 	EXPECT_EQ((uint32_t)EPOLLOUT, ev[0].events);
 	/*
-	 * A write: its wake-up's bits (IN) are appended at once, as for an
-	 * edge-triggered registration (uepoll(7)); the question after the
-	 * consumer took them polls the file: IN|OUT, as epoll_wait() says.
+	 * A write: its wake-up says IN, but a level-triggered report is what
+	 * the file's poll says, IN|OUT, as epoll_wait() says: the wake-up is
+	 * polled by the consumer, nothing is appended before.
 	 */
 	ASSERT_EQ(0, up_efd_write(self->efd, 1));
-	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
-	EXPECT_EQ((uint32_t)EPOLLIN, ev[0].events);
+	EXPECT_EQ(0, up_pending(&self->u));
 	ASSERT_EQ(1, ask(&self->u, ev, 4, &w));
 	EXPECT_EQ(-ESTALE, w);
 	EXPECT_EQ(oracle(self->efd, EPOLLIN | EPOLLOUT), ev[0].events);
@@ -419,6 +465,7 @@ TEST_F(level, sleeper_told_at_once_or_woken)
 
 	ASSERT_EQ(0, up_ctl(self->u.fd, EPOLL_CTL_ADD, self->efd, LT_IN, 1));
 	ASSERT_EQ(0, up_efd_write(self->efd, 1));
+	EXPECT_EQ(-ESTALE, up_wait(self->u.fd, 5000));
 	ASSERT_EQ(1, up_harvest(&self->u, ev, 4, NULL));
 	/* still ready: the sleep answers at once */
 	t0 = up_now();
