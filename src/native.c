@@ -96,6 +96,14 @@ struct lreg {
 	uint32_t gen;		/* bumped at ADD and DEL: stale events dropped */
 	uint32_t stamp;		/* the __uepoll_level() call that reported it last */
 	uint32_t hinted;	/* uepoll_drained() since that call */
+	uint32_t kstamp;	/* kernel level: the note it was hinted against */
+};
+
+/* kernel level: a level-triggered event of the last harvest (__uepoll_level_note()) */
+#define LEVEL_NOTES 64
+struct lnote {
+	uint64_t data;
+	int hinted;
 };
 
 struct native_priv {
@@ -110,6 +118,11 @@ struct native_priv {
 	unsigned unhinted;		/* level-triggered ones it reported, not hinted since */
 	int folded;			/* a sleep asked the level epoll since the last call */
 	int stuck;			/* ... and that call found only what the one before had */
+	int klevel;			/* EPOLL_USERPOLL_LEVEL: level-triggered ones in the ring */
+	uint32_t kstamp;		/* kernel level: __uepoll_level_note() calls */
+	unsigned kunhinted;		/* ... the events it noted, not hinted drained since */
+	unsigned nnotes;		/* ... of which the first LEVEL_NOTES are in notes[] */
+	struct lnote notes[LEVEL_NOTES];
 	struct native_priv *prev, *next;	/* live instances (fork handling) */
 	void *hmap, *imap;
 	size_t hlen, ilen;
@@ -250,6 +263,31 @@ static int native_map(struct uepoll *u, struct native_priv *p, unsigned n)
 
 static int level_open(struct uepoll *u, struct native_priv *p);
 
+/*
+ * epoll_create2(): with EPOLL_USERPOLL_LEVEL where the kernel has it (the
+ * kernel polls the level-triggered registrations again itself, uepoll(7)),
+ * else without (EINVAL: the level epoll holds them).  UEPOLL_NATIVE_LEVEL=
+ * epoll asks for the level epoll on any kernel (tests of both designs).
+ * The fd, or -1 with errno set.
+ */
+static int native_create(struct uepoll *u, struct native_priv *p, unsigned n, unsigned flags)
+{
+	int cl = (flags & UEPOLL_CLOEXEC) ? EPOLL_CLOEXEC : 0, fd;
+	const char *e = getenv("UEPOLL_NATIVE_LEVEL");
+
+	if (!e || strcmp(e, "epoll")) {
+		STAT_SYS(u);
+		fd = (int)syscall(UEPOLL_NR_epoll_create2,
+				  EPOLL_USERPOLL | EPOLL_USERPOLL_LEVEL | cl, (unsigned long)n);
+		if (fd >= 0 || errno != EINVAL) {
+			p->klevel = fd >= 0;
+			return fd;
+		}
+	}
+	STAT_SYS(u);
+	return (int)syscall(UEPOLL_NR_epoll_create2, EPOLL_USERPOLL | cl, (unsigned long)n);
+}
+
 static int native_init(struct uepoll *u, unsigned n, unsigned flags)
 {
 	struct native_priv *p;
@@ -267,10 +305,7 @@ static int native_init(struct uepoll *u, unsigned n, unsigned flags)
 		return -ENOMEM;
 	}
 	p->lfd = -1;
-	STAT_SYS(u);
-	fd = (int)syscall(UEPOLL_NR_epoll_create2,
-			  EPOLL_USERPOLL | ((flags & UEPOLL_CLOEXEC) ? EPOLL_CLOEXEC : 0),
-			  (unsigned long)n);
+	fd = native_create(u, p, n, flags);
 	if (fd < 0) {
 		ret = -errno;
 		__uepoll_aux_free(p->aux);
@@ -308,11 +343,14 @@ static int native_init(struct uepoll *u, unsigned n, unsigned flags)
 	 * never does (a server at its RLIMIT_NOFILE; libevent's listener and
 	 * DNS tests).  Closed again if the ring needs its slot (level_close()),
 	 * made again at the next level-triggered ADD; failing here is not
-	 * an error.
+	 * an error.  Not with the kernel's level-triggered registrations: then
+	 * only a registration whose data is UEPOLL_LEVEL_DATA goes there.
 	 */
-	pthread_mutex_lock(&p->lock);
-	(void)level_open(u, p);
-	pthread_mutex_unlock(&p->lock);
+	if (!p->klevel) {
+		pthread_mutex_lock(&p->lock);
+		(void)level_open(u, p);
+		pthread_mutex_unlock(&p->lock);
+	}
 	return 0;
 }
 
@@ -349,9 +387,22 @@ static void native_exit(struct uepoll *u)
 }
 
 /* where a registration with event ev goes */
-static int where_of(const struct epoll_event *ev)
+static int where_of(const struct native_priv *p, const struct epoll_event *ev)
 {
-	return (ev->events & EPOLLET) && ev->data.u64 != UEPOLL_LEVEL_DATA ? IN_RING : IN_LEVEL;
+	if (ev->data.u64 == UEPOLL_LEVEL_DATA)
+		return IN_LEVEL;
+	if (ev->events & EPOLLET)
+		return IN_RING;
+	/* the ring refuses EPOLLEXCLUSIVE; epoll takes it level-triggered */
+	return p->klevel && !(ev->events & EPOLLEXCLUSIVE) ? IN_RING : IN_LEVEL;
+}
+
+/* MOD stays where fd is: an exclusive one, so that epoll says EINVAL */
+static int mod_where(const struct native_priv *p, int cur, int fd, const struct epoll_event *ev)
+{
+	if (cur == IN_LEVEL && (p->lr[fd].events & EPOLLEXCLUSIVE))
+		return IN_LEVEL;
+	return where_of(p, ev);
 }
 
 /* one epoll_ctl(): 0 or -errno */
@@ -442,21 +493,27 @@ static void level_close(struct uepoll *u, struct native_priv *p)
 static void added(struct native_priv *p, int w, int fd, const struct epoll_event *ev)
 {
 	fdmap_set(&p->map, fd, w);
+	p->lr[fd].data = ev->data.u64;
+	p->lr[fd].events = ev->events;
 	if (w == IN_RING) {
+		p->lr[fd].kstamp = 0;
 		p->nring++;
 		return;
 	}
-	p->lr[fd].data = ev->data.u64;
-	p->lr[fd].events = ev->events;
 	p->lr[fd].stamp = 0;
 	p->nlevel++;
 }
+
+static void kernel_drained(struct native_priv *p, int fd, uint32_t events);
 
 /* ... after a DEL of fd from w (done, or the registration gone with its file) */
 static void removed(struct native_priv *p, int w, int fd)
 {
 	fdmap_set(&p->map, fd, -1);
 	if (w == IN_RING) {
+		/* gone: its event of the last harvest needs no question */
+		if (p->klevel)
+			kernel_drained(p, fd, p->lr[fd].events);
 		p->nring--;
 		return;
 	}
@@ -520,6 +577,20 @@ static void level_repoll(struct uepoll *u, struct native_priv *p)
 	kctl(u, u->fd, EPOLL_CTL_MOD, p->lfd, &e);
 }
 
+/* the bookkeeping after a successful MOD of fd in w (or an ADD replacing it) */
+static void reregistered(struct uepoll *u, struct native_priv *p, int w, int fd,
+			 const struct epoll_event *ev)
+{
+	p->lr[fd].data = ev->data.u64;
+	p->lr[fd].events = ev->events;
+	p->lr[fd].kstamp = 0;
+	if (w == IN_LEVEL) {
+		lr_unreport(p, fd);
+		if (u)
+			level_repoll(u, p);
+	}
+}
+
 /* MOD of fd, registered in w, staying there */
 static int mod_in(struct uepoll *u, struct native_priv *p, int w, int fd, struct epoll_event *ev)
 {
@@ -534,12 +605,8 @@ static int mod_in(struct uepoll *u, struct native_priv *p, int w, int fd, struct
 	}
 	if (ret == -ENOENT || ret == -EBADF)
 		removed(p, w, fd);	/* it went with its file */
-	if (!ret && w == IN_LEVEL) {
-		lr_unreport(p, fd);
-		p->lr[fd].data = ev->data.u64;
-		p->lr[fd].events = ev->events;
-		level_repoll(u, p);
-	}
+	if (!ret)
+		reregistered(u, p, w, fd, ev);
 	return ret;
 }
 
@@ -557,7 +624,8 @@ static int add_known(struct uepoll *u, struct native_priv *p, int w, int fd,
 	int ret;
 
 	if (w == IN_RING) {
-		e.events |= EPOLLET;
+		if (!p->klevel)
+			e.events |= EPOLLET;
 		ret = kctl(u, u->fd, EPOLL_CTL_ADD, fd, &e);
 	} else {
 		/* a new generation for the new file; the old one kept if the
@@ -576,15 +644,11 @@ static int add_known(struct uepoll *u, struct native_priv *p, int w, int fd,
 		return ret;
 	/* the old registration went with its file: the new one is in w,
 	 * in the old one's place (the count unchanged) */
-	if (w == IN_LEVEL) {
-		lr_unreport(p, fd);
-		p->lr[fd].data = ev->data.u64;
-		p->lr[fd].events = ev->events;
-	}
-	if (where_of(ev) == w)
+	reregistered(NULL, p, w, fd, ev);
+	if (where_of(p, ev) == w)
 		return 0;
 	ret = del_from(u, p, w, fd);
-	return ret ? ret : add_to(u, p, where_of(ev), fd, ev);
+	return ret ? ret : add_to(u, p, where_of(p, ev), fd, ev);
 }
 
 /*
@@ -603,7 +667,8 @@ static int mod_lingering(struct uepoll *u, struct native_priv *p, int fd, struct
 	struct epoll_event e = *ev;
 	int w = IN_RING, ret;
 
-	e.events |= EPOLLET;
+	if (!p->klevel)
+		e.events |= EPOLLET;
 	ret = kctl(u, u->fd, EPOLL_CTL_MOD, fd, &e);
 	if (ret == -ENOENT && p->lfd >= 0) {
 		ret = lr_reserve(p, fd);
@@ -624,10 +689,10 @@ static int mod_lingering(struct uepoll *u, struct native_priv *p, int fd, struct
 		added(p, w, fd, ev);
 	if (w == IN_LEVEL)
 		level_repoll(u, p);
-	if (where_of(ev) == w)
+	if (where_of(p, ev) == w)
 		return 0;
 	ret = del_from(u, p, w, fd);
-	return ret ? ret : add_to(u, p, where_of(ev), fd, ev);
+	return ret ? ret : add_to(u, p, where_of(p, ev), fd, ev);
 }
 
 /*
@@ -660,16 +725,16 @@ static int native_ctl_locked(struct uepoll *u, struct native_priv *p, int op, in
 				return -EINVAL;
 			return cur >= 0 ? -EEXIST : -ENOSPC;
 		}
-		return add_to(u, p, where_of(ev), fd, ev);
+		return add_to(u, p, where_of(p, ev), fd, ev);
 	case EPOLL_CTL_MOD:
 		if (cur < 0)
 			return mod_lingering(u, p, fd, ev);
-		if (cur == where_of(ev))
+		if (cur == mod_where(p, cur, fd, ev))
 			return mod_in(u, p, cur, fd, ev);
 		ret = del_from(u, p, cur, fd);
 		if (ret)
 			return ret;
-		return add_to(u, p, where_of(ev), fd, ev);
+		return add_to(u, p, where_of(p, ev), fd, ev);
 	case EPOLL_CTL_DEL:
 		if (cur < 0) {
 			ret = kctl(u, u->fd, EPOLL_CTL_DEL, fd, NULL);
@@ -746,7 +811,9 @@ static unsigned native_run(struct uepoll *u, struct native_priv *p, struct uepol
 		if (k < *nq || c->fd == u->fd || lr_reserve(p, c->fd) < 0)
 			break;
 		cur = fdmap_get(&p->map, c->fd);
-		w = c->op == EPOLL_CTL_DEL ? cur : where_of(&a->ev);
+		w = c->op == EPOLL_CTL_DEL ? cur :
+		    c->op == EPOLL_CTL_MOD && cur >= 0 ? mod_where(p, cur, c->fd, &a->ev) :
+		    where_of(p, &a->ev);
 		/* (a ring ADD that may need the level epoll's slot: alone) */
 		if (c->op == EPOLL_CTL_ADD &&
 		    (cur >= 0 || p->nring + p->nlevel + adds >= u->n ||
@@ -834,10 +901,9 @@ static int native_batch_sleep(struct uepoll *u, struct uepoll_change *ch, unsign
 				removed(p, qw[k], c->fd);	/* (or it went with its file) */
 			} else if (!res[k] && c->op == EPOLL_CTL_ADD) {
 				added(p, qw[k], c->fd, &c->ev);
-			} else if (!res[k] && qw[k] == IN_LEVEL) {
-				lr_unreport(p, c->fd);
-				p->lr[c->fd].data = c->ev.data.u64;
-				p->lr[c->fd].events = c->ev.events;
+			} else if (!res[k]) {
+				/* (the run's repoll of the level epoll follows) */
+				reregistered(NULL, p, qw[k], c->fd, &c->ev);
 			}
 		}
 		i += run;
@@ -885,7 +951,7 @@ static int native_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned
 {
 	struct native_priv *p = u->priv;
 	struct uepoll_aux_sleep sl = { .drop = &p->lock, .fd = u->fd, .timeout_ms = timeout_ms };
-	int ret, repoll = u->level != 0;
+	int ret, repoll = (u->level & 3) != 0;
 
 	(void)evs;
 	(void)max;
@@ -893,9 +959,13 @@ static int native_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned
 	if (ret < 0)
 		return ret;
 	if (repoll)
-		u->level = 0;
-	if (sl.ret > 0)
+		u->level &= ~3u;
+	if (sl.ret > 0) {
 		HSTAT(u, sleeps, 1);
+		/* the poll of the instance polled the kernel's level-triggered
+		 * registrations (uepoll(7)): the harvest need not ask */
+		u->level &= ~(uint32_t)UEPOLL_LEVEL_KERNEL;
+	}
 	return sl.ret < 0 ? sl.ret : 0;
 }
 
@@ -916,12 +986,46 @@ static int native_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned
  * drained: the harvest then asks nothing and the wait spins first.
  */
 static int native_ready(struct uepoll *u);
+static int native_sleep(struct uepoll *u, int timeout_ms);
+
+/*
+ * The same with the kernel's level-triggered registrations (u->level
+ * UEPOLL_LEVEL_KERNEL: the last harvest took events of some, which the
+ * kernel polls again at the next epoll_wait(fd, NULL, 0, t)): with nothing
+ * in the ring, the harvest's question and the sleep are the same call
+ * with another timeout, so the wait makes it once, as the sleep.  An
+ * answer comes as entries, which the harvest that follows takes.  Not
+ * taken when uepoll_drained() said all of them drained: then nothing
+ * needs asking and the wait spins first.
+ */
+static int kernel_level_sleep(struct uepoll *u, struct native_priv *p, int timeout_ms)
+{
+	int ret;
+
+	if (p->forked)
+		return -ECHILD;
+	if (native_ready(u))
+		return 1;
+	pthread_mutex_lock(&p->lock);
+	ret = !p->kunhinted;
+	pthread_mutex_unlock(&p->lock);
+	if (ret)
+		return 1;
+	u->level &= ~(uint32_t)UEPOLL_LEVEL_KERNEL;
+	HSTAT(u, sleeps, 1);
+	ret = native_sleep(u, timeout_ms);
+	if (ret < 0)
+		u->level |= UEPOLL_LEVEL_KERNEL;
+	return ret < 0 ? ret : 0;
+}
 
 static int native_level_sleep(struct uepoll *u, int timeout_ms)
 {
 	struct native_priv *p = u->priv;
 	int ret;
 
+	if (u->level == UEPOLL_LEVEL_KERNEL)
+		return kernel_level_sleep(u, p, timeout_ms);
 	if (u->level != 1)
 		return 1;
 	if (p->forked)
@@ -960,7 +1064,7 @@ UEPOLL_API int __uepoll_level(struct uepoll *u, struct epoll_event *evs, int max
 
 	pthread_mutex_lock(&p->lock);
 	if (p->lfd < 0 || (!(u->level & 2) && !p->unhinted)) {
-		u->level = 0;
+		u->level &= ~3u;
 		pthread_mutex_unlock(&p->lock);
 		return 0;
 	}
@@ -1006,10 +1110,71 @@ UEPOLL_API int __uepoll_level(struct uepoll *u, struct epoll_event *evs, int max
 	 */
 	p->stuck = (p->folded || !(u->level & 2)) && p->unhinted && rep == p->unhinted;
 	p->folded = 0;
-	u->level = r == max ? 2 : p->unhinted ? 1 : 0;
+	u->level = (u->level & ~3u) | (r == max ? 2 : p->unhinted ? 1 : 0);
 	pthread_mutex_unlock(&p->lock);
 	errno = saved_errno;
 	return w;
+}
+
+/*
+ * uepoll_drained() of a level-triggered registration of the ring: one
+ * event of the last harvest with its data (__uepoll_level_note()), not
+ * hinted yet, counts as drained, once per fd and harvest.  Two
+ * registrations with the same data: the hint of one may count for the
+ * other's event; the count stays right.
+ */
+static void kernel_drained(struct native_priv *p, int fd, uint32_t events)
+{
+	struct lreg *l = &p->lr[fd];
+	unsigned i, n = p->nnotes < LEVEL_NOTES ? p->nnotes : LEVEL_NOTES;
+
+	if ((l->events & (EPOLLET | EPOLLONESHOT)) || l->kstamp == p->kstamp || !p->kunhinted ||
+	    (l->events & UEPOLL_HINT_BITS & ~__uepoll_drained_bits(events)))
+		return;
+	for (i = 0; i < n; i++) {
+		if (!p->notes[i].hinted && p->notes[i].data == l->data) {
+			p->notes[i].hinted = 1;
+			p->kunhinted--;
+			l->kstamp = p->kstamp;
+			return;
+		}
+	}
+}
+
+/*
+ * The inline harvest took events of level-triggered registrations of the
+ * ring (C8: EPOLL_USERPOLL_LEVEL), marked with EPOLLET in evs[0..n), a bit
+ * epoll never reports and which is taken off here.  The kernel polls those
+ * registrations again at the next epoll_wait(fd, NULL, 0, t) or poll of the
+ * instance, so the next harvest asks first (UEPOLL_LEVEL_KERNEL in
+ * u->level, __uepoll_repoll()) or the wait sleeps at once
+ * (kernel_level_sleep()), unless uepoll_drained() says each of them was
+ * drained by then.  The first LEVEL_NOTES events' data are kept for
+ * kernel_drained() to match; the others can never be said drained.
+ */
+UEPOLL_API void __uepoll_level_note(struct uepoll *u, struct epoll_event *evs, int n)
+{
+	struct native_priv *p = u->priv;
+	int i;
+
+	pthread_mutex_lock(&p->lock);
+	p->kstamp++;
+	if (!p->kstamp)
+		p->kstamp++;
+	p->nnotes = 0;
+	for (i = 0; i < n; i++) {
+		if (!(evs[i].events & EPOLLET))
+			continue;
+		evs[i].events &= ~(uint32_t)EPOLLET;
+		if (p->nnotes < LEVEL_NOTES) {
+			p->notes[p->nnotes].data = evs[i].data.u64;
+			p->notes[p->nnotes].hinted = 0;
+		}
+		p->nnotes++;
+	}
+	p->kunhinted = p->nnotes;
+	pthread_mutex_unlock(&p->lock);
+	u->level |= UEPOLL_LEVEL_KERNEL;
 }
 
 /* uepoll_drained(): fd's level-triggered events reported last, all drained? */
@@ -1020,7 +1185,9 @@ static void native_drained(struct uepoll *u, int fd, uint32_t events)
 	struct lreg *l;
 
 	pthread_mutex_lock(&p->lock);
-	if (fdmap_get(&p->map, fd) == IN_LEVEL) {
+	if (p->klevel && p->kunhinted && fdmap_get(&p->map, fd) == IN_RING)
+		kernel_drained(p, fd, events);
+	else if (fdmap_get(&p->map, fd) == IN_LEVEL) {
 		l = &p->lr[fd];
 		want = l->events & UEPOLL_HINT_BITS;
 		if (l->stamp == p->lstamp && l->stamp && !l->hinted &&
@@ -1071,12 +1238,25 @@ static int native_sleep(struct uepoll *u, int timeout_ms)
  */
 UEPOLL_API int __uepoll_repoll(struct uepoll *u)
 {
+	struct native_priv *p = u->priv;
+	uint32_t asked = u->level & UEPOLL_LEVEL_KERNEL;
 	int saved_errno = errno, ret = 0;
 
+	u->level &= ~asked;
+	if (asked && !uepoll_repoll_read(u->hdr)) {
+		/* the question only: not if every event it is about was drained */
+		pthread_mutex_lock(&p->lock);
+		ret = !p->kunhinted;
+		pthread_mutex_unlock(&p->lock);
+		if (ret)
+			return 0;
+	}
 	HSTAT(u, repolls, 1);
 	STAT_SYS(u);
-	if (epoll_wait(u->fd, NULL, 0, 0) < 0 && errno != ESTALE)
+	if (epoll_wait(u->fd, NULL, 0, 0) < 0 && errno != ESTALE) {
 		ret = -errno;
+		u->level |= asked;
+	}
 	errno = saved_errno;
 	return ret;
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <uepoll.h>
@@ -35,6 +36,27 @@ static inline int t_folds_sleep(void)
 	const char *b = getenv("UEPOLL_BATCH");
 
 	return !under_valgrind() && !(b && !strcmp(b, "loop"));
+}
+
+/*
+ * Native: are level-triggered registrations in the ring, polled again by
+ * the kernel (EPOLL_USERPOLL_LEVEL, uepoll(7)), rather than in the level
+ * epoll?  The library's choice: the kernel has the flag and
+ * UEPOLL_NATIVE_LEVEL is not "epoll".  epoll_create2() is only called
+ * where the backend is native (463 is another call on kernels without it).
+ */
+static inline int t_native_klevel(const struct uepoll *u)
+{
+	const char *e = getenv("UEPOLL_NATIVE_LEVEL");
+	int fd;
+
+	if (uepoll_backend(u) != (int)UEPOLL_BACKEND_NATIVE || (e && !strcmp(e, "epoll")))
+		return 0;
+	fd = (int)syscall(UEPOLL_NR_epoll_create2, EPOLL_USERPOLL | EPOLL_USERPOLL_LEVEL, 1);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
 }
 
 #define T_PASS 0

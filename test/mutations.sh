@@ -19,6 +19,8 @@
 #   Test: the test program (test/TEST.c), or test/scripts/TEST.sh
 #   Backend: uring | epoll (on the host) | native (in the guest, --guest)
 #            | script (TEST.sh run once, no build; must exit 1)
+#   Env:     optional VAR=VALUE words the test runs with (native's
+#            UEPOLL_NATIVE_LEVEL=epoll: the level epoll's design)
 # A mutation that no longer applies exactly (other context lines, or the
 # same ones at another line number) fails the run: the code moved under
 # it; make the diff again against the current code, breaking the same
@@ -105,6 +107,7 @@ for mf in "${mutations[@]}"; do
 	name=$(mut_field Mutation "$mf")
 	test=$(mut_field Test "$mf")
 	be=$(mut_field Backend "$mf")
+	menv=$(mut_field Env "$mf")
 	name=${name:-$(basename "$mf" .diff)}
 	idx=$((idx + 1))
 	if [ -z "$test" ] || [ -z "$be" ] || [ -z "$(mut_files "$mf")" ]; then
@@ -141,7 +144,7 @@ for mf in "${mutations[@]}"; do
 		gname[$idx]="$name -> $test"
 		for try in 1 2 3; do
 			# no UEPOLL_BACKEND: auto must pick native in the guest
-			echo "60 @mut-$idx-$try lib/test/m$idx-$test" >>"$list"
+			echo "60 @mut-$idx-$try${menv:+ $menv} lib/test/m$idx-$test" >>"$list"
 		done
 		continue
 	fi
@@ -167,7 +170,8 @@ for mf in "${mutations[@]}"; do
 	# wake-up) is caught in about 4 runs of 5; run the test up to 5 times
 	# and count the mutation caught at its first failure.
 	for try in 1 2 3 4 5; do
-		UEPOLL_BACKEND=$be timeout 20 "$scratch/t/build/test/$test" >"$scratch/out" 2>&1 </dev/null
+		# shellcheck disable=SC2086 # menv: VAR=VALUE words
+		env $menv UEPOLL_BACKEND=$be timeout 20 "$scratch/t/build/test/$test" >"$scratch/out" 2>&1 </dev/null
 		rc=$?
 		[ $rc = 0 ] || [ $rc = 77 ] || break
 	done

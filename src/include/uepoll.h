@@ -78,6 +78,13 @@ extern "C" {
  * registration whose data is this value).  Not an API.
  */
 #define UEPOLL_LEVEL_DATA	0x75657031fffffffeull
+/*
+ * Native backend, in struct uepoll's level: the last harvest took events
+ * of level-triggered registrations of the ring (EPOLL_USERPOLL_LEVEL), which
+ * the kernel polls again at the next epoll_wait(fd, NULL, 0, t).  Bits 0
+ * and 1 are the level epoll's.  Not an API.
+ */
+#define UEPOLL_LEVEL_KERNEL	4u
 #define UEPOLL_SPIN_DEFAULT	256u	/* ring checks before sleeping; uepoll-bench measures it */
 #define UEPOLL_SPIN_MAX		(1u << 20)
 
@@ -123,7 +130,7 @@ struct uepoll {
 	uint32_t index_mask;
 	uint32_t nitems;
 	uint32_t head;
-	uint32_t level;		/* native: the level epoll to read (harvester only) */
+	uint32_t level;		/* native: level-triggered events to ask for (harvester only) */
 	/* slow path */
 	int fd;			/* uepoll_fd() */
 	int backend;		/* UEPOLL_BACKEND_* */
@@ -188,6 +195,8 @@ UEPOLL_API int __uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int m
 UEPOLL_API int __uepoll_repoll(struct uepoll *u);
 /* Native uepoll_harvest(): the level epoll's events.  Not an API. */
 UEPOLL_API int __uepoll_level(struct uepoll *u, struct epoll_event *evs, int max);
+/* Native uepoll_harvest(): it took level-triggered events of the ring.  Not an API. */
+UEPOLL_API void __uepoll_level_note(struct uepoll *u, struct epoll_event *evs, int n);
 
 /*
  * Add to a counter only the harvester writes ([h] in struct uepoll_stats).
@@ -210,17 +219,21 @@ static inline void __uepoll_stat_harvester(uint64_t *c, uint64_t v)
  * Native backend: the consumer of doc/PROTOCOL.md section 5, inline, no
  * system call while the kernel's repoll hint (C7) is 0; when it is set,
  * one epoll_wait(fd, NULL, 0, 0) first (__uepoll_repoll()), so that the
- * entries it pushes are harvested in the same pass.  The entry of the
- * level epoll (UEPOLL_LEVEL_DATA: level-triggered registrations live in
- * a plain epoll instance nested in the ring, native.c) is not an event:
- * it, or events of that epoll left from the last pass, send the harvest
- * to __uepoll_level() at its end.  Other backends: __uepoll_harvest().
+ * entries it pushes are harvested in the same pass.  Level-triggered
+ * registrations in the ring (a kernel with EPOLL_USERPOLL_LEVEL; C8 says
+ * which): their events are noted (__uepoll_level_note()) and the next
+ * harvest makes that call too (UEPOLL_LEVEL_KERNEL), in which the kernel
+ * reports again those still ready, as epoll_wait(2) would.  Otherwise
+ * they live in a plain epoll instance nested in the ring (native.c), whose
+ * entry (UEPOLL_LEVEL_DATA) is not an event: it, or events of that epoll
+ * left from the last pass, send the harvest to __uepoll_level() at its
+ * end.  Other backends: __uepoll_harvest().
  */
 static inline int uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 {
 	struct epoll_uheader *h;
 	uint32_t head, tail, nr;
-	int cnt = 0;
+	int cnt = 0, lt = 0;
 
 	if (!u || !evs || max <= 0)
 		return -EINVAL;
@@ -228,7 +241,8 @@ static inline int uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int 
 	if (!h || u->magic != UEPOLL_MAGIC_LIVE)
 		return __uepoll_harvest(u, evs, max);
 
-	if (__builtin_expect(uepoll_repoll_read(h) != 0, 0)) {	/* C7 */
+	if (__builtin_expect((uepoll_repoll_read(h) |			/* C7 */
+			      (u->level & UEPOLL_LEVEL_KERNEL)) != 0, 0)) {
 		cnt = __uepoll_repoll(u);
 		if (cnt < 0)
 			return cnt;
@@ -255,13 +269,20 @@ static inline int uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int 
 			u->level |= 2;		/* the level epoll had a wake-up */
 			continue;
 		}
-		evs[cnt].events = f & ~EPOLLREMOVED;
+		f &= ~EPOLLREMOVED;
+		if (!(uepoll_item_events_read(it) & (EPOLLET | EPOLLONESHOT))) {	/* C8 */
+			f |= EPOLLET;	/* level-triggered: noted below */
+			lt = 1;
+		}
+		evs[cnt].events = f;
 		evs[cnt].data.u64 = data;
 		cnt++;
 	}
 	u->head = head;
 	uepoll_head_release(h, head);				/* C6 */
-	if (__builtin_expect(u->level != 0, 0) && cnt < max) {
+	if (lt)
+		__uepoll_level_note(u, evs, cnt);	/* takes EPOLLET off */
+	if (__builtin_expect((u->level & 3) != 0, 0) && cnt < max) {
 		int r = __uepoll_level(u, evs + cnt, max - cnt);
 
 		if (r < 0 && !cnt)

@@ -22,6 +22,10 @@
  *   bitmap, then K8 WRITE_ONCE(hdr->repoll, 1); ep_uring_repoll(), under
  *   ep->mtx, clears it before it polls the pending registrations (from
  *   every epoll_wait(fd, NULL, 0, t), whatever the word says).
+ * Level-triggered report (EPOLL_USERPOLL_LEVEL, ep_uring_event()):
+ *   set_bit() in the kernel's level bitmap; ep_uring_repoll() polls the
+ *   marked ones again, K9 READ_ONCE(item->ready_events) first (an unread
+ *   entry: no poll).
  */
 #ifndef UEPOLL_BARRIER_H
 #define UEPOLL_BARRIER_H
@@ -124,6 +128,23 @@ static inline void uepoll_head_release(struct epoll_uheader *h, uint32_t head)
 static inline uint32_t uepoll_repoll_read(const struct epoll_uheader *h)
 {
 	return uepoll_hdr_read_once(&h->repoll);
+}
+
+/*
+ * C8: the registered mask of an item whose events we took (C3) and whose
+ * data we read (C4).  Reads what ep_uring_item_init() wrote with
+ * WRITE_ONCE(item->events) just before K4, so C4's acquire, which
+ * follows C3's, makes it the mask of the registration whose data we read
+ * or of a later MOD.  Relaxed: it only tells the harvest whether the
+ * registration is level-triggered (no EPOLLET, no EPOLLONESHOT), i.e.
+ * whether the kernel will poll it again at the next epoll_wait(fd, NULL,
+ * 0, t) (K9 and ep_uring_repoll()).  A MOD racing with the harvest makes
+ * it the old or the new mask; that MOD polls and reports by itself.  Same
+ * 16-byte item as C3 and C4.  Used by uepoll_harvest().
+ */
+static inline uint32_t uepoll_item_events_read(const struct epoll_uitem *it)
+{
+	return __atomic_load_n(&it->events, __ATOMIC_RELAXED);
 }
 
 #endif /* UEPOLL_BARRIER_H */
