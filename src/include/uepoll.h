@@ -112,7 +112,7 @@ struct uepoll_stats {
 	uint64_t overflows;	/* [h] CQ overflow flushes */
 	uint64_t ctls;		/* [c] successful uepoll_ctl() calls */
 	uint64_t ctl_syscalls;	/* [c] the part of syscalls made by uepoll_ctl() */
-	uint64_t repolls;	/* [h] native: epoll_wait(fd, NULL, 0, 0) for the repoll hint */
+	uint64_t repolls;	/* [h] native: epoll_wait(fd, NULL, 0, 0): the repoll hint, the level question */
 	uint64_t rechecks;	/* [h] poll(2) of the level-triggered registrations still ready */
 	uint64_t deferred;	/* [c] changes queued by uepoll_ctl_defer() */
 };
