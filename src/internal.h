@@ -79,6 +79,11 @@ struct uepoll_ops {
 	 * 0: done (harvest again), 1: not taken (harvest as usual), -errno
 	 * as harvest or sleep would answer */
 	int (*level_sleep)(struct uepoll *u, int timeout_ms);
+	/* optional: 1 if a harvest now would make a system call only to ask
+	 * what a sleep on the instance asks too, the ring being empty
+	 * (native: UEPOLL_LEVEL_KERNEL); a wait with changes to apply then
+	 * goes to its sleep without that harvest */
+	int (*sleep_asks)(struct uepoll *u);
 };
 
 /*

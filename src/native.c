@@ -1019,6 +1019,26 @@ static int kernel_level_sleep(struct uepoll *u, struct native_priv *p, int timeo
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * ops->sleep_asks: the harvest would ask the kernel's level-triggered
+ * question (UEPOLL_LEVEL_KERNEL, something not said drained) with the
+ * ring empty, and no repoll hint: a sleep, whose poll or epoll_wait()
+ * asks the same, may take its place (uepoll_wait() with deferred changes).
+ */
+static int native_sleep_asks(struct uepoll *u)
+{
+	struct native_priv *p = u->priv;
+	int ret;
+
+	if (u->level != UEPOLL_LEVEL_KERNEL || p->forked || native_ready(u) ||
+	    uepoll_repoll_read(u->hdr))
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	ret = p->kunhinted != 0;
+	pthread_mutex_unlock(&p->lock);
+	return ret;
+}
+
 static int native_level_sleep(struct uepoll *u, int timeout_ms)
 {
 	struct native_priv *p = u->priv;
@@ -1284,4 +1304,5 @@ const struct uepoll_ops __uepoll_native_ops __hidden = {
 	.sleep = native_sleep,
 	.ready = native_ready,
 	.level_sleep = native_level_sleep,
+	.sleep_asks = native_sleep_asks,
 };

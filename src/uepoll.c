@@ -955,7 +955,8 @@ static int defer_wait(struct uepoll *u, struct epoll_event *evs, int max, int ti
 		return wait_(u, evs, max, timeout_ms);
 	ops = ops_of(u->backend);
 	if (ops->ready && !ops->wait && __atomic_load_n(&d->age, __ATOMIC_RELAXED) < DEFER_PASSES) {
-		ret = uepoll_harvest(u, evs, max);
+		/* (a harvest that would only ask what the sleep asks: none) */
+		ret = ops->sleep_asks && ops->sleep_asks(u) ? 0 : uepoll_harvest(u, evs, max);
 		if (ret == 0 && timeout_ms != 0 && __uepoll_spin(u, ops->ready))
 			ret = uepoll_harvest(u, evs, max);
 		if (ret != 0) {

@@ -18,7 +18,11 @@
  *  - the wait that applies them holds no lock while it sleeps: another
  *    thread's uepoll_ctl() returns, and its ADD of a ready fd ends the
  *    sleep;
- *  - bad input: -EINVAL, -EBADF, nothing queued.
+ *  - bad input: -EINVAL, -EBADF, nothing queued;
+ *  - native with the kernel's level-triggered registrations: after a
+ *    level-triggered event, a wait with changes queued and nothing in the
+ *    ring asks "still ready?" in its sleep, one system call with the
+ *    changes, not in a harvest of its own first.
  */
 /* uepoll-test: threaded */
 #include <fcntl.h>
@@ -97,6 +101,43 @@ static void applied_by_wait(void)
 	CHECK_EQ(uepoll_ctl_failed(&u, NULL, 0), 0);
 	uepoll_exit(&u);
 	close(fd);
+}
+
+/* native, EPOLL_USERPOLL_LEVEL: the level question rides on the sleep */
+static void level_question_in_the_sleep(void)
+{
+	struct uepoll u;
+	struct uepoll_change c;
+	struct epoll_event evs[4];
+	uint64_t s0;
+	int lt = t_efd(), et = t_efd();
+
+	t_init(&u, 8);
+	if (!t_native_klevel(&u) || !t_folds_sleep()) {
+		printf("ctl_defer: %s: no level question to fold here\n", uepoll_backend_name(&u));
+		goto out;
+	}
+	/* deferred too: the first sleep with changes sets the helper ring up */
+	t_change(&c, EPOLL_CTL_ADD, lt, EPOLLIN, 7);
+	CHECK_EQ(uepoll_ctl_defer(&u, &c, 1), 0);
+	t_write(lt);
+	CHECK_EQ(wait_retry(&u, evs, 4, 1000), 1);
+	CHECK_EQ(evs[0].data.u64, 7);
+	CHECK_EQ(t_read(lt), 1);	/* drained: the library cannot know */
+	t_write(et);
+	t_change(&c, EPOLL_CTL_ADD, et, EPOLLIN | EPOLLET, 9);
+	CHECK_EQ(uepoll_ctl_defer(&u, &c, 1), 0);
+	s0 = stats_of(&u).syscalls;
+	CHECK_EQ(wait_retry(&u, evs, 4, 1000), 1);
+	CHECK_EQ(evs[0].data.u64, 9);
+	printf("ctl_defer: native: a deferred ADD after a drained level-triggered event: "
+	       "%llu system calls (1)\n", (unsigned long long)(stats_of(&u).syscalls - s0));
+	CHECK_EQ(stats_of(&u).syscalls - s0, 1);
+	CHECK_EQ(uepoll_harvest(&u, evs, 4), 0);
+out:
+	uepoll_exit(&u);
+	close(lt);
+	close(et);
 }
 
 /* other events keep coming: the deferred ADD is applied within a few waits */
@@ -338,6 +379,7 @@ int main(void)
 	long_queue();
 	concurrent();
 	bad_args();
+	level_question_in_the_sleep();
 	setenv("UEPOLL_BATCH", "loop", 1);	/* the unfolded path */
 	applied_by_wait();
 	failures();
