@@ -812,8 +812,7 @@ static unsigned native_run(struct uepoll *u, struct native_priv *p, struct uepol
 			break;
 		cur = fdmap_get(&p->map, c->fd);
 		w = c->op == EPOLL_CTL_DEL ? cur :
-		    c->op == EPOLL_CTL_MOD && cur >= 0 ? mod_where(p, cur, c->fd, &a->ev) :
-		    where_of(p, &a->ev);
+		    c->op == EPOLL_CTL_MOD ? mod_where(p, cur, c->fd, &a->ev) : where_of(p, &a->ev);
 		/* (a ring ADD that may need the level epoll's slot: alone) */
 		if (c->op == EPOLL_CTL_ADD &&
 		    (cur >= 0 || p->nring + p->nlevel + adds >= u->n ||
@@ -988,6 +987,17 @@ static int native_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned
 static int native_ready(struct uepoll *u);
 static int native_sleep(struct uepoll *u, int timeout_ms);
 
+/* the level-triggered events of the last harvest not said drained since */
+static unsigned kernel_unhinted(struct native_priv *p)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&p->lock);
+	n = p->kunhinted;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
 /*
  * The same with the kernel's level-triggered registrations (u->level
  * UEPOLL_LEVEL_KERNEL: the last harvest took events of some, which the
@@ -1004,12 +1014,7 @@ static int kernel_level_sleep(struct uepoll *u, struct native_priv *p, int timeo
 
 	if (p->forked)
 		return -ECHILD;
-	if (native_ready(u))
-		return 1;
-	pthread_mutex_lock(&p->lock);
-	ret = !p->kunhinted;
-	pthread_mutex_unlock(&p->lock);
-	if (ret)
+	if (native_ready(u) || !kernel_unhinted(p))
 		return 1;
 	u->level &= ~(uint32_t)UEPOLL_LEVEL_KERNEL;
 	HSTAT(u, sleeps, 1);
@@ -1028,15 +1033,9 @@ static int kernel_level_sleep(struct uepoll *u, struct native_priv *p, int timeo
 static int native_sleep_asks(struct uepoll *u)
 {
 	struct native_priv *p = u->priv;
-	int ret;
 
-	if (u->level != UEPOLL_LEVEL_KERNEL || p->forked || native_ready(u) ||
-	    uepoll_repoll_read(u->hdr))
-		return 0;
-	pthread_mutex_lock(&p->lock);
-	ret = p->kunhinted != 0;
-	pthread_mutex_unlock(&p->lock);
-	return ret;
+	return u->level == UEPOLL_LEVEL_KERNEL && !p->forked && !native_ready(u) &&
+	       !uepoll_repoll_read(u->hdr) && kernel_unhinted(p);
 }
 
 static int native_level_sleep(struct uepoll *u, int timeout_ms)
@@ -1205,7 +1204,7 @@ static void native_drained(struct uepoll *u, int fd, uint32_t events)
 	struct lreg *l;
 
 	pthread_mutex_lock(&p->lock);
-	if (p->klevel && p->kunhinted && fdmap_get(&p->map, fd) == IN_RING)
+	if (p->klevel && fdmap_get(&p->map, fd) == IN_RING)
 		kernel_drained(p, fd, events);
 	else if (fdmap_get(&p->map, fd) == IN_LEVEL) {
 		l = &p->lr[fd];
@@ -1263,14 +1262,9 @@ UEPOLL_API int __uepoll_repoll(struct uepoll *u)
 	int saved_errno = errno, ret = 0;
 
 	u->level &= ~asked;
-	if (asked && !uepoll_repoll_read(u->hdr)) {
-		/* the question only: not if every event it is about was drained */
-		pthread_mutex_lock(&p->lock);
-		ret = !p->kunhinted;
-		pthread_mutex_unlock(&p->lock);
-		if (ret)
-			return 0;
-	}
+	/* the question only: not if every event it is about was drained */
+	if (asked && !uepoll_repoll_read(u->hdr) && !kernel_unhinted(p))
+		return 0;
 	HSTAT(u, repolls, 1);
 	STAT_SYS(u);
 	if (epoll_wait(u->fd, NULL, 0, 0) < 0 && errno != ESTALE) {
