@@ -201,6 +201,24 @@ static int env_spin(uint32_t *spin)
 	return 0;
 }
 
+/* UEPOLL_SPIN_ADAPT: the default largest adaptive window, us; -EINVAL if malformed */
+static int env_spin_adapt(uint32_t *max_ns)
+{
+	const char *e = getenv("UEPOLL_SPIN_ADAPT");
+	unsigned long v;
+	char *end;
+
+	*max_ns = UEPOLL_SPIN_ADAPT_DEFAULT * 1000u;
+	if (!e || !*e)
+		return 0;
+	errno = 0;
+	v = strtoul(e, &end, 10);
+	if (*end || errno || e[0] == '-' || v > UEPOLL_SPIN_ADAPT_MAX)
+		return -EINVAL;
+	*max_ns = (uint32_t)v * 1000u;
+	return 0;
+}
+
 /*
  * errno: the API reports errors as return values and leaves errno as the
  * caller had it (liburing's convention); each entry point that may make a
@@ -279,7 +297,7 @@ UEPOLL_API int uepoll_ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsig
 static int init(struct uepoll *u, unsigned n, unsigned flags)
 {
 	const struct uepoll_ops *ops;
-	uint32_t spin;
+	uint32_t spin, spin_max;
 	int ret;
 
 	if (!u)
@@ -294,6 +312,8 @@ static int init(struct uepoll *u, unsigned n, unsigned flags)
 			return ret;
 	}
 	ret = env_spin(&spin);
+	if (!ret)
+		ret = env_spin_adapt(&spin_max);
 	if (ret)
 		return ret;
 	if ((flags & UEPOLL_BACKEND_MASK) == UEPOLL_BACKEND_AUTO) {
@@ -307,6 +327,7 @@ static int init(struct uepoll *u, unsigned n, unsigned flags)
 	u->flags = flags;
 	u->n = n;
 	u->spin = spin;
+	u->spin_max = spin_max;
 	ret = ops->init(u, n, flags);
 	if (ret < 0) {
 		memset(u, 0, sizeof(*u));
@@ -628,6 +649,7 @@ static int64_t now_ns(void)
 }
 
 static int remaining_ms(int64_t deadline, int timeout_ms);
+static void spin_woke(struct uepoll *u);
 
 /*
  * Harvest; if nothing, sleep and harvest again until something comes or
@@ -670,11 +692,14 @@ static int wait_more(struct uepoll *u, const struct uepoll_ops *ops,
 			continue;
 		if (timeout_ms > 0) {
 			left = deadline - now_ns();
-			if (left <= 0)
+			if (left <= 0) {
+				__atomic_store_n(&u->spin_t0, 0, __ATOMIC_RELAXED);
 				return 0;
+			}
 		}
 		HSTAT(u, sleeps, 1);
 		ret = ops->sleep(u, left < 0 ? -1 : (int)((left + 999999) / 1000000));
+		spin_woke(u);
 		if (ret < 0)
 			return ret;
 	}
@@ -981,6 +1006,7 @@ static int defer_wait(struct uepoll *u, struct epoll_event *evs, int max, int ti
 	pthread_mutex_unlock(&d->lock);
 
 	ret = ctl_wait(u, d->flight, n, evs, max, timeout_ms);
+	spin_woke(u);	/* the spin above ended in this sleep (or one inside) */
 
 	pthread_mutex_lock(&d->lock);
 	defer_file(d, d->flight, n, ret < 0 && ret != -EINTR ? ret : 0);
@@ -1044,25 +1070,86 @@ UEPOLL_API int uepoll_ctl_failed(struct uepoll *u, struct uepoll_change *ch, uns
 }
 
 /*
+ * The adaptive spin (uepoll_set_spin_adapt(3)): the rule of the kernel's
+ * haltpoll cpuidle governor, for a thread instead of a CPU.  After its
+ * u->spin checks, a spin phase goes on until spin_window ns have passed
+ * since it began.  A spin that finds nothing ends in a sleep; the
+ * wake-up after it (spin_woke()) measures how long the thread was idle,
+ * from the start of the spin, and
+ *   - idle longer than the window, but at most spin_max: the window
+ *     doubles (from SPIN_GROW_START, up to spin_max): a longer spin
+ *     would have caught that wake-up without a sleep;
+ *   - idle longer than spin_max: the window halves (0 below
+ *     SPIN_GROW_START): events do not come often enough to wait for.
+ * A spin that finds something leaves the window as it is.  So a busy
+ * loop, whose events come a little after it runs dry, spins instead of
+ * sleeping, and an idle one goes back to u->spin checks after a few
+ * sleeps.  spin_window, spin_max and spin_t0 belong to the harvester; a
+ * second thread waiting at the same time can only skew the heuristic,
+ * so every access is relaxed (and uepoll_set_spin_adapt() of another
+ * thread takes effect at the next spin).  Process memory, not the ring.
+ */
+#define SPIN_GROW_START	10000u	/* ns */
+
+/*
  * Spin phase of uepoll_wait(): up to u->spin checks of ready(), no system
- * call.  1 when ready() said yes (harvest again), 0 when the budget ran
- * out or is 0 (sleep).
+ * call, then the adaptive window.  1 when ready() said yes (harvest
+ * again), 0 when both ran out (sleep: spin_t0 says when it began).
  */
 int __uepoll_spin(struct uepoll *u, int (*ready)(struct uepoll *u))
 {
 	/* relaxed: uepoll_set_spin() from another thread takes effect at the
 	 * next spin phase; nothing else is published through it */
 	uint32_t i, budget = __atomic_load_n(&u->spin, __ATOMIC_RELAXED);
+	uint32_t window = __atomic_load_n(&u->spin_window, __ATOMIC_RELAXED);
+	int64_t t0 = 0, end;
 
-	if (!budget)
+	if (__atomic_load_n(&u->spin_max, __ATOMIC_RELAXED))
+		t0 = now_ns();
+	__atomic_store_n(&u->spin_t0, t0, __ATOMIC_RELAXED);
+	if (!budget && !window)
 		return 0;
 	HSTAT(u, spins, 1);
 	for (i = 0; i < budget; i++) {
 		if (ready(u))
-			return 1;
+			goto found;
 		cpu_relax();
 	}
-	return 0;
+	if (!window || !t0)
+		return 0;
+	end = t0 + window;
+	for (i = 1;; i++) {
+		if (ready(u))
+			goto found;
+		cpu_relax();
+		/* the clock every 64 checks: a vDSO call costs about 16 of them */
+		if (!(i & 63) && now_ns() >= end)
+			return 0;
+	}
+found:
+	__atomic_store_n(&u->spin_t0, 0, __ATOMIC_RELAXED);
+	return 1;
+}
+
+/* a sleep after a spin phase ended: adapt the window to how long it was */
+static void spin_woke(struct uepoll *u)
+{
+	int64_t t0 = __atomic_load_n(&u->spin_t0, __ATOMIC_RELAXED), idle;
+	uint32_t w, max;
+
+	if (!t0)
+		return;
+	__atomic_store_n(&u->spin_t0, 0, __ATOMIC_RELAXED);
+	max = __atomic_load_n(&u->spin_max, __ATOMIC_RELAXED);
+	w = __atomic_load_n(&u->spin_window, __ATOMIC_RELAXED);
+	idle = now_ns() - t0;
+	if (idle > (int64_t)w && idle <= (int64_t)max)
+		w = w >= max / 2 ? max : w * 2 < SPIN_GROW_START ? SPIN_GROW_START : w * 2;
+	else if (idle > (int64_t)max)
+		w = w / 2 < SPIN_GROW_START ? 0 : w / 2;
+	if (w > max)
+		w = max;
+	__atomic_store_n(&u->spin_window, w, __ATOMIC_RELAXED);
 }
 
 UEPOLL_API int uepoll_set_spin(struct uepoll *u, unsigned spin)
@@ -1074,6 +1161,23 @@ UEPOLL_API int uepoll_set_spin(struct uepoll *u, unsigned spin)
 	if (spin > UEPOLL_SPIN_MAX)
 		return -EINVAL;
 	__atomic_store_n(&u->spin, spin, __ATOMIC_RELAXED);
+	return 0;
+}
+
+UEPOLL_API int uepoll_set_spin_adapt(struct uepoll *u, unsigned max_us)
+{
+	uint32_t max, w;
+	int ret = check_live(u);
+
+	if (ret)
+		return ret;
+	if (max_us > UEPOLL_SPIN_ADAPT_MAX)
+		return -EINVAL;
+	max = max_us * 1000u;
+	__atomic_store_n(&u->spin_max, max, __ATOMIC_RELAXED);
+	w = __atomic_load_n(&u->spin_window, __ATOMIC_RELAXED);
+	if (w > max)
+		__atomic_store_n(&u->spin_window, max, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -214,7 +214,8 @@ static int in_list(const char *list, const char *b)
 	return 0;
 }
 
-/* an instance of backend b with capacity n and the spin budget (-1: default) */
+/* an instance of backend b with capacity n and the spin budget (-1: the
+ * library's default, its adaptive window included) */
 static int open_backend(struct uepoll *u, const char *b, unsigned n, long spin)
 {
 	unsigned flags;
@@ -226,8 +227,10 @@ static int open_backend(struct uepoll *u, const char *b, unsigned n, long spin)
 		fprintf(stderr, "%s: uepoll_init(%s, %u): %s\n", tool_prog, b, n, strerror(-r));
 		return r;
 	}
-	if (spin >= 0) {
+	if (spin >= 0) {	/* exactly that budget: no adaptive window */
 		r = uepoll_set_spin(u, (unsigned)spin);
+		if (!r)
+			r = uepoll_set_spin_adapt(u, 0);
 		if (r < 0) {
 			fprintf(stderr, "%s: uepoll_set_spin(%ld): %s\n", tool_prog, spin, strerror(-r));
 			uepoll_exit(u);
@@ -783,7 +786,7 @@ static int lat_option(int opt, const char *arg)
 
 static void lat_setup(struct bench *bn)
 {
-	bn->np = lat_slist ? tool_parse_list(lat_slist, lat_spin, MAXP, 0, UEPOLL_SPIN_MAX) : 1;
+	bn->np = lat_slist ? tool_parse_list(lat_slist, lat_spin, MAXP, -1, UEPOLL_SPIN_MAX) : 1;
 	if (!lat_slist)
 		lat_spin[0] = spin_opt;
 	for (int p = 0; p < bn->np; p++) {
@@ -1214,7 +1217,7 @@ static int idle_option(int opt, const char *arg)
 
 static void idle_setup(struct bench *bn)
 {
-	bn->np = idle_slist ? tool_parse_list(idle_slist, idle_spin, MAXP, 0, UEPOLL_SPIN_MAX) : 1;
+	bn->np = idle_slist ? tool_parse_list(idle_slist, idle_spin, MAXP, -1, UEPOLL_SPIN_MAX) : 1;
 	if (!idle_slist)
 		idle_spin[0] = spin_opt;
 	for (int p = 0; p < bn->np; p++) {
@@ -1503,6 +1506,7 @@ static void libevent_env(const char *be)
 
 		snprintf(b, sizeof(b), "%ld", spin_opt);
 		setenv("UEPOLL_SPIN", b, 1);
+		setenv("UEPOLL_SPIN_ADAPT", "0", 1);
 	}
 }
 
@@ -2082,13 +2086,15 @@ static const struct scenario scenarios[] = {
 		.title = "2. wake latency: one event bounced between two threads (round trip)",
 		.chart_title = "2. wake latency (round trip), by spin budget",
 		.option = lat_option, .setup = lat_setup, .run = run_lat, .metrics = lat_metrics,
-		.summary_params = "spin=(0|256|1024)$|busy",
+		.summary_params = "spin=(0|256|1024|default)$|busy",
 		.note = "round trip between two threads; mode=sleep: uepoll_wait, spin = the spin "
-			"budget; mode=busy: uepoll_harvest in a loop.",
-		.host = { { "-R 5 -n 20000 -S 0,64,256,1024,4096" }, { "-R 5 -n 20000 -m busy" } },
-		.host_quick = { { "-R 2 -n 3000 -S 0,256,4096" }, { "-R 2 -n 3000 -m busy" } },
-		.guest = { { "-R 3 -n 5000 -S 0,64,256,1024,4096", 1200 }, { "-R 3 -n 5000 -m busy", 600 } },
-		.guest_quick = { { "-R 2 -n 500 -S 0,256,4096", 300 }, { "-R 2 -n 500 -m busy", 300 } },
+			"budget (a number: exactly that many checks; default: the library's, 256 "
+			"checks and the adaptive window, uepoll_set_spin_adapt(3)); mode=busy: "
+			"uepoll_harvest in a loop.",
+		.host = { { "-R 5 -n 20000 -S -1,0,64,256,1024,4096" }, { "-R 5 -n 20000 -m busy" } },
+		.host_quick = { { "-R 2 -n 3000 -S -1,0,256,4096" }, { "-R 2 -n 3000 -m busy" } },
+		.guest = { { "-R 3 -n 5000 -S -1,0,64,256,1024,4096", 1200 }, { "-R 3 -n 5000 -m busy", 600 } },
+		.guest_quick = { { "-R 2 -n 500 -S -1,0,256,4096", 300 }, { "-R 2 -n 500 -m busy", 300 } },
 	}, {
 		.name = "sparse", .opts = "N:r:", .usage = "[-N registered,registered,...] [-r rounds]",
 		.title = "3. sparse: 1% of the registered sockets active",
@@ -2122,14 +2128,14 @@ static const struct scenario scenarios[] = {
 		.title = "5. idle / slow load: few events per second",
 		.chart_title = "5. idle: few events per second, by spin budget",
 		.option = idle_option, .setup = idle_setup, .run = run_idle, .metrics = idle_metrics,
-		.summary_params = "spin=(0|256|1024|4096)(;|$)", .summary_hide = "cpu=soak",
+		.summary_params = "spin=(0|256|1024|4096|default)(;|$)", .summary_hide = "cpu=soak",
 		.note = "rate = events per second; cpu_us_per_event = the consumer's CPU per event "
 			"(params cpu=soak in results.csv: measured by a SCHED_IDLE soaker, coarse guest "
-			"clock); wake = from the write to the harvest.",
-		.host = { { "-R 3 -f 100 -d 3 -S 0,64,256,1024,4096" } },
-		.host_quick = { { "-R 2 -f 100 -d 0.5 -S 0,256,4096" } },
-		.guest = { { "-R 3 -f 100 -d 3 -S 0,64,256,1024,4096", 900 } },
-		.guest_quick = { { "-R 2 -f 100 -d 0.5 -S 0,256,4096", 300 } },
+			"clock); wake = from the write to the harvest; spin as in lat.",
+		.host = { { "-R 3 -f 100 -d 3 -S -1,0,64,256,1024,4096" } },
+		.host_quick = { { "-R 2 -f 100 -d 0.5 -S -1,0,256,4096" } },
+		.guest = { { "-R 3 -f 100 -d 3 -S -1,0,64,256,1024,4096", 900 } },
+		.guest_quick = { { "-R 2 -f 100 -d 0.5 -S -1,0,256,4096", 300 } },
 	}, {
 		.name = "bench_http", .warmup = 1, .opts = "", .usage = "(UEPOLL_BENCH_LIBEVENT=libevent's bin/)",
 		.title = "6. libevent bench_http: its server, 200 connections x 20,000 HTTP/1.0 requests",

@@ -331,7 +331,9 @@ static int run_lib(unsigned bflags, long spin, int lfd, int level)
 		fprintf(stderr, "%s: uepoll_init: %s\n", tool_prog, strerror(-r));
 		return 1;
 	}
-	if (spin >= 0 && (r = uepoll_set_spin(&u, (unsigned)spin)) < 0) {
+	/* -s: exactly that budget, no adaptive window */
+	if (spin >= 0 && ((r = uepoll_set_spin(&u, (unsigned)spin)) < 0 ||
+			  (r = uepoll_set_spin_adapt(&u, 0)) < 0)) {
 		fprintf(stderr, "%s: uepoll_set_spin: %s\n", tool_prog, strerror(-r));
 		return 1;
 	}
