@@ -201,21 +201,21 @@ static int env_spin(uint32_t *spin)
 	return 0;
 }
 
-/* UEPOLL_SPIN_ADAPT: the default largest adaptive window, us; -EINVAL if malformed */
-static int env_spin_adapt(uint32_t *max_ns)
+/* UEPOLL_SPIN_ADAPT: the default largest adaptive window, checks; -EINVAL if malformed */
+static int env_spin_adapt(uint32_t *max)
 {
 	const char *e = getenv("UEPOLL_SPIN_ADAPT");
 	unsigned long v;
 	char *end;
 
-	*max_ns = UEPOLL_SPIN_ADAPT_DEFAULT * 1000u;
+	*max = UEPOLL_SPIN_ADAPT_DEFAULT;
 	if (!e || !*e)
 		return 0;
 	errno = 0;
 	v = strtoul(e, &end, 10);
-	if (*end || errno || e[0] == '-' || v > UEPOLL_SPIN_ADAPT_MAX)
+	if (*end || errno || e[0] == '-' || v > UEPOLL_SPIN_MAX)
 		return -EINVAL;
-	*max_ns = (uint32_t)v * 1000u;
+	*max = (uint32_t)v;
 	return 0;
 }
 
@@ -1071,11 +1071,14 @@ UEPOLL_API int uepoll_ctl_failed(struct uepoll *u, struct uepoll_change *ch, uns
 
 /*
  * The adaptive spin (uepoll_set_spin_adapt(3)): the rule of the kernel's
- * haltpoll cpuidle governor, for a thread instead of a CPU.  After its
- * u->spin checks, a spin phase goes on until spin_window ns have passed
- * since it began.  A spin that finds nothing ends in a sleep; the
- * wake-up after it (spin_woke()) measures how long the thread was idle,
- * from the start of the spin, and
+ * haltpoll cpuidle governor, for a thread instead of a CPU, counted in
+ * ring checks like the budget, so that a window is the same amount of
+ * work on any machine (a check is about 35 ns on the host, 280 ns under
+ * TCG, and a sleep costs about as many checks on both).  After its
+ * u->spin checks, a spin phase goes on for spin_window more.  A spin
+ * that finds nothing ends in a sleep; the wake-up after it (spin_woke())
+ * takes how long the thread was idle, from the start of the spin, in
+ * checks (at the rate the failed spins measured, spin_check_ps), and
  *   - idle longer than the window, but at most spin_max: the window
  *     doubles (from SPIN_GROW_START, up to spin_max): a longer spin
  *     would have caught that wake-up without a sleep;
@@ -1084,68 +1087,72 @@ UEPOLL_API int uepoll_ctl_failed(struct uepoll *u, struct uepoll_change *ch, uns
  * A spin that finds something leaves the window as it is.  So a busy
  * loop, whose events come a little after it runs dry, spins instead of
  * sleeping, and an idle one goes back to u->spin checks after a few
- * sleeps.  spin_window, spin_max and spin_t0 belong to the harvester; a
- * second thread waiting at the same time can only skew the heuristic,
- * so every access is relaxed (and uepoll_set_spin_adapt() of another
- * thread takes effect at the next spin).  Process memory, not the ring.
+ * sleeps.  The clock is read when a spin begins and ends and after the
+ * sleep, never inside the loop; with spin_max 0, never.  The fields
+ * belong to the harvester; a second thread waiting at the same time can
+ * only skew the heuristic, so every access is relaxed (and
+ * uepoll_set_spin_adapt() of another thread takes effect at the next
+ * spin).  Process memory, not the ring.
  */
-#define SPIN_GROW_START	10000u	/* ns */
+#define SPIN_GROW_START	64u		/* checks */
+#define SPIN_CHECK_PS	35000u		/* a check, until a spin measured one */
 
 /*
- * Spin phase of uepoll_wait(): up to u->spin checks of ready(), no system
- * call, then the adaptive window.  1 when ready() said yes (harvest
+ * Spin phase of uepoll_wait(): up to u->spin checks of ready(), then
+ * spin_window more, no system call.  1 when ready() said yes (harvest
  * again), 0 when both ran out (sleep: spin_t0 says when it began).
  */
 int __uepoll_spin(struct uepoll *u, int (*ready)(struct uepoll *u))
 {
 	/* relaxed: uepoll_set_spin() from another thread takes effect at the
 	 * next spin phase; nothing else is published through it */
-	uint32_t i, budget = __atomic_load_n(&u->spin, __ATOMIC_RELAXED);
-	uint32_t window = __atomic_load_n(&u->spin_window, __ATOMIC_RELAXED);
-	int64_t t0 = 0, end;
+	uint64_t i, n = __atomic_load_n(&u->spin, __ATOMIC_RELAXED);
+	int64_t t0 = 0;
 
-	if (__atomic_load_n(&u->spin_max, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&u->spin_max, __ATOMIC_RELAXED)) {
 		t0 = now_ns();
+		n += __atomic_load_n(&u->spin_window, __ATOMIC_RELAXED);
+	}
 	__atomic_store_n(&u->spin_t0, t0, __ATOMIC_RELAXED);
-	if (!budget && !window)
+	if (!n)
 		return 0;
 	HSTAT(u, spins, 1);
-	for (i = 0; i < budget; i++) {
-		if (ready(u))
-			goto found;
+	for (i = 0; i < n; i++) {
+		if (ready(u)) {
+			__atomic_store_n(&u->spin_t0, 0, __ATOMIC_RELAXED);
+			return 1;
+		}
 		cpu_relax();
 	}
-	if (!window || !t0)
-		return 0;
-	end = t0 + window;
-	for (i = 1;; i++) {
-		if (ready(u))
-			goto found;
-		cpu_relax();
-		/* the clock every 64 checks: a vDSO call costs about 16 of them */
-		if (!(i & 63) && now_ns() >= end)
-			return 0;
+	if (t0 && n >= SPIN_GROW_START) {
+		/* the rate of checks: a moving average, 1/4 per spin */
+		uint64_t ps = (uint64_t)(now_ns() - t0) * 1000 / n;
+		uint32_t old = __atomic_load_n(&u->spin_check_ps, __ATOMIC_RELAXED);
+
+		ps = old ? (3 * (uint64_t)old + ps) / 4 : ps;
+		__atomic_store_n(&u->spin_check_ps, ps > UINT32_MAX ? UINT32_MAX : (uint32_t)ps,
+				 __ATOMIC_RELAXED);
 	}
-found:
-	__atomic_store_n(&u->spin_t0, 0, __ATOMIC_RELAXED);
-	return 1;
+	return 0;
 }
 
 /* a sleep after a spin phase ended: adapt the window to how long it was */
 static void spin_woke(struct uepoll *u)
 {
-	int64_t t0 = __atomic_load_n(&u->spin_t0, __ATOMIC_RELAXED), idle;
-	uint32_t w, max;
+	int64_t t0 = __atomic_load_n(&u->spin_t0, __ATOMIC_RELAXED);
+	uint32_t w, max, ps;
+	uint64_t idle;
 
 	if (!t0)
 		return;
 	__atomic_store_n(&u->spin_t0, 0, __ATOMIC_RELAXED);
 	max = __atomic_load_n(&u->spin_max, __ATOMIC_RELAXED);
 	w = __atomic_load_n(&u->spin_window, __ATOMIC_RELAXED);
-	idle = now_ns() - t0;
-	if (idle > (int64_t)w && idle <= (int64_t)max)
+	ps = __atomic_load_n(&u->spin_check_ps, __ATOMIC_RELAXED);
+	idle = (uint64_t)(now_ns() - t0) * 1000 / (ps ? ps : SPIN_CHECK_PS);
+	if (idle > w && idle <= max)
 		w = w >= max / 2 ? max : w * 2 < SPIN_GROW_START ? SPIN_GROW_START : w * 2;
-	else if (idle > (int64_t)max)
+	else if (idle > max)
 		w = w / 2 < SPIN_GROW_START ? 0 : w / 2;
 	if (w > max)
 		w = max;
@@ -1164,19 +1171,16 @@ UEPOLL_API int uepoll_set_spin(struct uepoll *u, unsigned spin)
 	return 0;
 }
 
-UEPOLL_API int uepoll_set_spin_adapt(struct uepoll *u, unsigned max_us)
+UEPOLL_API int uepoll_set_spin_adapt(struct uepoll *u, unsigned max)
 {
-	uint32_t max, w;
 	int ret = check_live(u);
 
 	if (ret)
 		return ret;
-	if (max_us > UEPOLL_SPIN_ADAPT_MAX)
+	if (max > UEPOLL_SPIN_MAX)
 		return -EINVAL;
-	max = max_us * 1000u;
 	__atomic_store_n(&u->spin_max, max, __ATOMIC_RELAXED);
-	w = __atomic_load_n(&u->spin_window, __ATOMIC_RELAXED);
-	if (w > max)
+	if (__atomic_load_n(&u->spin_window, __ATOMIC_RELAXED) > max)
 		__atomic_store_n(&u->spin_window, max, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -23,9 +23,9 @@
  * shared ring up to `spin` more times (native: the tail; uring: the CQ),
  * uepoll_set_spin(3).  The default is UEPOLL_SPIN_DEFAULT, or UEPOLL_SPIN
  * from the environment (read by uepoll_init()).  Then it goes on for an
- * adaptive window that grows while its sleeps end soon after they began
- * and shrinks when they do not, uepoll_set_spin_adapt(3): at most
- * UEPOLL_SPIN_ADAPT_DEFAULT us, or UEPOLL_SPIN_ADAPT from the environment.
+ * adaptive window of checks that grows while its sleeps end soon after
+ * they began and shrinks when they do not, uepoll_set_spin_adapt(3): at
+ * most UEPOLL_SPIN_ADAPT_DEFAULT, or UEPOLL_SPIN_ADAPT from the environment.
  */
 #ifndef UEPOLL_H
 #define UEPOLL_H
@@ -90,8 +90,7 @@ extern "C" {
 #define UEPOLL_LEVEL_KERNEL	4u
 #define UEPOLL_SPIN_DEFAULT	256u	/* ring checks before sleeping; uepoll-bench measures it */
 #define UEPOLL_SPIN_MAX		(1u << 20)
-#define UEPOLL_SPIN_ADAPT_DEFAULT 50u	/* us: the adaptive spin's largest window */
-#define UEPOLL_SPIN_ADAPT_MAX	1000000u	/* us: uepoll_set_spin_adapt()'s largest window */
+#define UEPOLL_SPIN_ADAPT_DEFAULT 4096u	/* checks: the adaptive window's largest */
 
 /*
  * Counters, updated where the library makes the corresponding call, on
@@ -146,10 +145,12 @@ struct uepoll {
 	struct uepoll_stats stats;
 	void *priv;		/* backend state */
 	uint64_t deferred;	/* uepoll_ctl_defer()'s queue (a pointer), 0 until used */
-	uint32_t spin_window;	/* the adaptive spin's window now, ns (uepoll_set_spin_adapt()) */
-	uint32_t spin_max;	/* the window's largest, ns; 0: no adaptive spin */
+	uint32_t spin_window;	/* the adaptive spin's window now, checks (uepoll_set_spin_adapt()) */
+	uint32_t spin_max;	/* the window's largest, checks; 0: no adaptive spin */
 	int64_t spin_t0;	/* CLOCK_MONOTONIC ns: a spin that ended in a sleep began; 0: none */
-	uint64_t __reserved[5];
+	uint32_t spin_check_ps;	/* picoseconds a check takes, as failed spins measured */
+	uint32_t __pad;
+	uint64_t __reserved[4];
 };
 
 #define UEPOLL_MAGIC_LIVE	0x75657031u	/* "uep1" */
@@ -189,7 +190,7 @@ UEPOLL_API int uepoll_backend(const struct uepoll *u);
 UEPOLL_API const char *uepoll_backend_name(const struct uepoll *u);
 UEPOLL_API int uepoll_get_stats(const struct uepoll *u, struct uepoll_stats *st);
 UEPOLL_API int uepoll_set_spin(struct uepoll *u, unsigned spin);
-UEPOLL_API int uepoll_set_spin_adapt(struct uepoll *u, unsigned max_us);
+UEPOLL_API int uepoll_set_spin_adapt(struct uepoll *u, unsigned max);
 
 /* The backends this library knows, uepoll_backend_list(3) */
 UEPOLL_API int uepoll_backend_list(unsigned *backends, int max);
