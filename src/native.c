@@ -766,7 +766,8 @@ static int native_ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
  * one epoll_ctl() whose answer the run can know in advance: an ADD that
  * may meet the capacity, an ADD or MOD that needs the level epoll made or
  * moves a registration, a second change of an fd of the run (its
- * instance depends on the first one's result).  A run with a MOD in the
+ * instance depends on the first one's result), but for an ADD after
+ * the run's DEL of the number (reused_number()).  A run with a MOD in the
  * level epoll ends with the ring's MOD of the level epoll (level_repoll(),
  * qi[] = NOT_A_CHANGE).  Returns the number of changes it covers.
  */
@@ -788,6 +789,23 @@ static unsigned run_repoll(struct uepoll *u, struct native_priv *p, struct uepol
 	return (*nq)++;
 }
 
+/*
+ * A second change of an fd in one run: only an ADD after the run's DEL
+ * of that number, what a server's deferred changes hold when it closed
+ * a socket and accept() gave the number to the next one.  After the
+ * DEL, whatever its answer (0, or ENOENT/EBADF for a file closed before
+ * it), the number is registered nowhere: the ADD's place is known in
+ * advance, it takes the place the DEL gave back (a DEL that fails
+ * otherwise, EPERM for a file that cannot be polled, fails the ADD of
+ * the same file too), and the results apply in order (removed(), then
+ * added()).
+ */
+static int reused_number(const struct uepoll_aux_ctl *last, unsigned last_qi,
+			 const struct uepoll_change *c)
+{
+	return last_qi != NOT_A_CHANGE && last->op == EPOLL_CTL_DEL && c->op == EPOLL_CTL_ADD;
+}
+
 static unsigned native_run(struct uepoll *u, struct native_priv *p, struct uepoll_change *ch,
 			   unsigned n, struct uepoll_aux_ctl *q, unsigned *qi, int *qw,
 			   unsigned *nq)
@@ -806,15 +824,23 @@ static unsigned native_run(struct uepoll *u, struct native_priv *p, struct uepol
 			c->res = ret;
 			continue;
 		}
-		for (k = 0; k < *nq && q[k].fd != c->fd; k++)
+		/* the run's last change of this fd, if any */
+		for (k = *nq; k > 0 && q[k - 1].fd != c->fd; k--)
 			;
-		if (k < *nq || c->fd == u->fd || lr_reserve(p, c->fd) < 0)
+		if (c->fd == u->fd || lr_reserve(p, c->fd) < 0)
 			break;
-		cur = fdmap_get(&p->map, c->fd);
+		if (k && !reused_number(&q[k - 1], qi[k - 1], c))
+			break;
+		cur = k ? -1 : fdmap_get(&p->map, c->fd);
 		w = c->op == EPOLL_CTL_DEL ? cur :
 		    c->op == EPOLL_CTL_MOD ? mod_where(p, cur, c->fd, &a->ev) : where_of(p, &a->ev);
-		/* (a ring ADD that may need the level epoll's slot: alone) */
-		if (c->op == EPOLL_CTL_ADD &&
+		/* (the level epoll's ADD bumps lr[].gen at once; its slot
+		 * is not the ring's) */
+		if (k && (w != IN_RING || qw[k - 1] != IN_RING))
+			break;
+		/* (a ring ADD that may need the level epoll's slot: alone;
+		 * one after the run's DEL of its number takes that one's) */
+		if (c->op == EPOLL_CTL_ADD && !k &&
 		    (cur >= 0 || p->nring + p->nlevel + adds >= u->n ||
 		     (w == IN_LEVEL && p->lfd < 0) ||
 		     (w == IN_RING && p->lfd >= 0 && p->nring + adds + 1 >= u->n)))
@@ -830,7 +856,7 @@ static unsigned native_run(struct uepoll *u, struct native_priv *p, struct uepol
 		a->epfd = w == IN_RING ? u->fd : p->lfd;
 		a->op = c->op;
 		a->fd = c->fd;
-		adds += c->op == EPOLL_CTL_ADD;
+		adds += c->op == EPOLL_CTL_ADD && !k;
 		lmods += c->op == EPOLL_CTL_MOD && w == IN_LEVEL;
 		qw[*nq] = w;
 		qi[(*nq)++] = i;

@@ -201,6 +201,20 @@ static int env_spin(uint32_t *spin)
 	return 0;
 }
 
+/*
+ * The adaptive spin measures sleeps with CLOCK_MONOTONIC.  Where that
+ * clock is coarse (no high-resolution timers: a guest whose TSC could
+ * not be calibrated runs on jiffies, 4 ms, and its vDSO falls back to
+ * a system call), it cannot tell a short sleep from a long one, so it
+ * is off unless asked for.
+ */
+static int fine_clock(void)
+{
+	struct timespec r;
+
+	return clock_getres(CLOCK_MONOTONIC, &r) == 0 && r.tv_sec == 0 && r.tv_nsec <= 1000;
+}
+
 /* UEPOLL_SPIN_ADAPT: the default largest adaptive window, checks; -EINVAL if malformed */
 static int env_spin_adapt(uint32_t *max)
 {
@@ -208,7 +222,7 @@ static int env_spin_adapt(uint32_t *max)
 	unsigned long v;
 	char *end;
 
-	*max = UEPOLL_SPIN_ADAPT_DEFAULT;
+	*max = fine_clock() ? UEPOLL_SPIN_ADAPT_DEFAULT : 0;
 	if (!e || !*e)
 		return 0;
 	errno = 0;

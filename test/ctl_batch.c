@@ -8,6 +8,8 @@
  * ADDs (then 256 DELs, then 256 ADDs again) makes at most BATCH_SYSCALLS
  * system calls where io_uring is usable (uepoll_get_stats(3): syscalls,
  * ctl_syscalls), printed per backend next to what sequential calls make.
+ * DEL then ADD of numbers closed and reused, 256 pairs in one batch: the
+ * new registrations, within the same bound on native.
  * Then the same with UEPOLL_BATCH=loop (the fallback: one system call per
  * change), and the batch's own errors.
  */
@@ -246,6 +248,64 @@ static void big(int bounded)
 		close(fds[i]);
 }
 
+/*
+ * DEL then ADD of numbers closed and given to new files (a server's
+ * deferred changes after close() and accept()), in one batch: each ADD
+ * succeeds with the new data, only the new files report, and on native
+ * the pairs stay in the batch's runs (at most BATCH_SYSCALLS per 256
+ * changes), where each ADD used to be a system call of its own.
+ */
+static void reused(int bounded)
+{
+	static struct uepoll_change c[2 * BIG];
+	struct epoll_event evs[BIG];
+	struct uepoll u;
+	int fds[BIG], got = 0;
+	uint64_t s0, s;
+
+	for (int i = 0; i < BIG; i++)
+		fds[i] = t_efd();
+	t_init(&u, BIG + 1);
+	fill(c, fds, EPOLL_CTL_ADD, 0);
+	CHECK_EQ(uepoll_ctl_batch(&u, c, BIG), BIG);
+	for (int i = 0; i < BIG; i++)
+		close(fds[i]);
+	for (int i = 0; i < BIG; i++)
+		CHECK_EQ(t_efd(), fds[i]);	/* the lowest numbers, in order */
+	for (int i = 0; i < BIG; i++) {
+		t_change(&c[2 * i], EPOLL_CTL_DEL, fds[i], 0, 0);
+		t_change(&c[2 * i + 1], EPOLL_CTL_ADD, fds[i], EPOLLIN | EPOLLET, 5000 + (uint64_t)i);
+	}
+	s0 = sys_of(&u);
+	CHECK_EQ(uepoll_ctl_batch(&u, c, 2 * BIG), 2 * BIG);
+	s = sys_of(&u) - s0;
+	printf("%s%s: system calls for %d DEL+ADD pairs of reused numbers: %llu\n",
+	       uepoll_backend_name(&u), bounded ? "" : " (UEPOLL_BATCH=loop)", BIG,
+	       (unsigned long long)s);
+	for (int i = 0; i < BIG; i++) {
+		int d = c[2 * i].res;
+
+		CHECK(d == 0 || d == -ENOENT || d == -EBADF);
+		CHECK_EQ(c[2 * i + 1].res, 0);
+	}
+	if (bounded && uepoll_backend(&u) == UEPOLL_BACKEND_NATIVE)
+		CHECK(s <= 2 * BATCH_SYSCALLS);
+	for (int i = 0; i < BIG; i++)
+		t_write(fds[i]);
+	while (got < BIG) {
+		int r = t_wait(&u, evs, BIG, 1000);
+
+		CHECK(r > 0);
+		for (int i = 0; i < r; i++)
+			CHECK(evs[i].data.u64 >= 5000 && evs[i].data.u64 < 5000 + BIG);
+		got += r;
+	}
+	CHECK_EQ(uepoll_wait(&u, evs, BIG, 0), 0);
+	uepoll_exit(&u);
+	for (int i = 0; i < BIG; i++)
+		close(fds[i]);
+}
+
 /* errors of the batch itself, nothing applied */
 static void bad_args(void)
 {
@@ -286,10 +346,12 @@ int main(void)
 
 	parity();
 	big(io_uring);
+	reused(io_uring);
 	bad_args();
 	setenv("UEPOLL_BATCH", "loop", 1);
 	parity();
 	big(0);
+	reused(0);
 	for (int i = 0; i < NEFD; i++)
 		close(efd[i]);
 	close(reg_fd);
