@@ -183,21 +183,24 @@ static int env_backend(unsigned *flags)
 	return 0;
 }
 
-/* UEPOLL_SPIN: the process-wide default spin budget; -EINVAL if malformed */
-static int env_spin(uint32_t *spin)
+/*
+ * A spin count from the environment variable name, 0 to UEPOLL_SPIN_MAX;
+ * unset or empty: dflt.  -EINVAL if malformed.
+ */
+static int env_checks(const char *name, uint32_t dflt, uint32_t *out)
 {
-	const char *e = getenv("UEPOLL_SPIN");
+	const char *e = getenv(name);
 	unsigned long v;
 	char *end;
 
-	*spin = UEPOLL_SPIN_DEFAULT;
+	*out = dflt;
 	if (!e || !*e)
 		return 0;
 	errno = 0;
 	v = strtoul(e, &end, 10);
 	if (*end || errno || e[0] == '-' || v > UEPOLL_SPIN_MAX)
 		return -EINVAL;
-	*spin = (uint32_t)v;
+	*out = (uint32_t)v;
 	return 0;
 }
 
@@ -215,22 +218,13 @@ static int fine_clock(void)
 	return clock_getres(CLOCK_MONOTONIC, &r) == 0 && r.tv_sec == 0 && r.tv_nsec <= 1000;
 }
 
-/* UEPOLL_SPIN_ADAPT: the default largest adaptive window, checks; -EINVAL if malformed */
-static int env_spin_adapt(uint32_t *max)
+/* UEPOLL_SPIN, UEPOLL_SPIN_ADAPT: the defaults of the budget and window */
+static int env_spin(uint32_t *spin, uint32_t *max)
 {
-	const char *e = getenv("UEPOLL_SPIN_ADAPT");
-	unsigned long v;
-	char *end;
+	int ret = env_checks("UEPOLL_SPIN", UEPOLL_SPIN_DEFAULT, spin);
 
-	*max = fine_clock() ? UEPOLL_SPIN_ADAPT_DEFAULT : 0;
-	if (!e || !*e)
-		return 0;
-	errno = 0;
-	v = strtoul(e, &end, 10);
-	if (*end || errno || e[0] == '-' || v > UEPOLL_SPIN_MAX)
-		return -EINVAL;
-	*max = (uint32_t)v;
-	return 0;
+	return ret ? ret : env_checks("UEPOLL_SPIN_ADAPT",
+				      fine_clock() ? UEPOLL_SPIN_ADAPT_DEFAULT : 0, max);
 }
 
 /*
@@ -325,9 +319,7 @@ static int init(struct uepoll *u, unsigned n, unsigned flags)
 		if (ret)
 			return ret;
 	}
-	ret = env_spin(&spin);
-	if (!ret)
-		ret = env_spin_adapt(&spin_max);
+	ret = env_spin(&spin, &spin_max);
 	if (ret)
 		return ret;
 	if ((flags & UEPOLL_BACKEND_MASK) == UEPOLL_BACKEND_AUTO) {
