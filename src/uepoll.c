@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,17 +206,22 @@ static int env_checks(const char *name, uint32_t dflt, uint32_t *out)
 }
 
 /*
- * The adaptive spin measures sleeps with CLOCK_MONOTONIC.  Where that
- * clock is coarse (no high-resolution timers: a guest whose TSC could
- * not be calibrated runs on jiffies, 4 ms, and its vDSO falls back to
- * a system call), it cannot tell a short sleep from a long one, so it
+ * Where the adaptive spin is on by default.  It measures sleeps with
+ * CLOCK_MONOTONIC: where that clock is coarse (no high-resolution
+ * timers: a guest whose TSC could not be calibrated runs on jiffies,
+ * 4 ms, and its vDSO falls back to a system call) it cannot tell a short
+ * sleep from a long one.  And a thread that may run on one CPU only
+ * would spin while the producer it waits for cannot run.  Either way it
  * is off unless asked for.
  */
-static int fine_clock(void)
+static int adapt_by_default(void)
 {
 	struct timespec r;
+	cpu_set_t cpus;
 
-	return clock_getres(CLOCK_MONOTONIC, &r) == 0 && r.tv_sec == 0 && r.tv_nsec <= 1000;
+	if (clock_getres(CLOCK_MONOTONIC, &r) || r.tv_sec || r.tv_nsec > 1000)
+		return 0;
+	return sched_getaffinity(0, sizeof(cpus), &cpus) || CPU_COUNT(&cpus) > 1;
 }
 
 /* UEPOLL_SPIN, UEPOLL_SPIN_ADAPT: the defaults of the budget and window */
@@ -224,7 +230,7 @@ static int env_spin(uint32_t *spin, uint32_t *max)
 	int ret = env_checks("UEPOLL_SPIN", UEPOLL_SPIN_DEFAULT, spin);
 
 	return ret ? ret : env_checks("UEPOLL_SPIN_ADAPT",
-				      fine_clock() ? UEPOLL_SPIN_ADAPT_DEFAULT : 0, max);
+				      adapt_by_default() ? UEPOLL_SPIN_ADAPT_DEFAULT : 0, max);
 }
 
 /*
