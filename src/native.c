@@ -123,6 +123,7 @@ struct native_priv {
 	unsigned kunhinted;		/* ... the events it noted, not hinted drained since */
 	unsigned nnotes;		/* ... of which the first LEVEL_NOTES are in notes[] */
 	struct lnote notes[LEVEL_NOTES];
+	unsigned lazy_skips;		/* harvests that left the kernel's polls (uepoll_set_lazy_poll()) */
 	struct native_priv *prev, *next;	/* live instances (fork handling) */
 	void *hmap, *imap;
 	size_t hlen, ilen;
@@ -806,6 +807,22 @@ static int reused_number(const struct uepoll_aux_ctl *last, unsigned last_qi,
 	return last_qi != NOT_A_CHANGE && last->op == EPOLL_CTL_DEL && c->op == EPOLL_CTL_ADD;
 }
 
+/*
+ * A second change of an fd in one run, after the run's ADD or MOD of it
+ * in the ring: a MOD or a DEL, what deferred changes hold when a
+ * server's passes enabled and disabled a socket's events before they
+ * went to the kernel.  Its place is the one before it took (the ring),
+ * and the kernel applies the chain in order: if the change before
+ * failed, this one fails as epoll_ctl() would fail it then (ENOENT),
+ * and the results apply in order (a removal only of what is mapped).
+ */
+static int follows_in_ring(const struct uepoll_aux_ctl *last, unsigned last_qi, int last_w,
+			   const struct uepoll_change *c)
+{
+	return last_qi != NOT_A_CHANGE && last_w == IN_RING && last->op != EPOLL_CTL_DEL &&
+	       c->op != EPOLL_CTL_ADD;
+}
+
 static unsigned native_run(struct uepoll *u, struct native_priv *p, struct uepoll_change *ch,
 			   unsigned n, struct uepoll_aux_ctl *q, unsigned *qi, int *qw,
 			   unsigned *nq)
@@ -829,9 +846,11 @@ static unsigned native_run(struct uepoll *u, struct native_priv *p, struct uepol
 			;
 		if (c->fd == u->fd || lr_reserve(p, c->fd) < 0)
 			break;
-		if (k && !reused_number(&q[k - 1], qi[k - 1], c))
+		if (k && !reused_number(&q[k - 1], qi[k - 1], c) &&
+		    !follows_in_ring(&q[k - 1], qi[k - 1], qw[k - 1], c))
 			break;
-		cur = k ? -1 : fdmap_get(&p->map, c->fd);
+		cur = !k ? fdmap_get(&p->map, c->fd) :
+		      q[k - 1].op == EPOLL_CTL_DEL ? -1 : qw[k - 1];
 		w = c->op == EPOLL_CTL_DEL ? cur :
 		    c->op == EPOLL_CTL_MOD ? mod_where(p, cur, c->fd, &a->ev) : where_of(p, &a->ev);
 		/* (the level epoll's ADD bumps lr[].gen at once; its slot
@@ -923,7 +942,10 @@ static int native_batch_sleep(struct uepoll *u, struct uepoll_change *ch, unsign
 			if (c->op != EPOLL_CTL_ADD &&
 			    (res[k] == -ENOENT || res[k] == -EBADF ||
 			     (!res[k] && c->op == EPOLL_CTL_DEL))) {
-				removed(p, qw[k], c->fd);	/* (or it went with its file) */
+				/* (or it went with its file; or an ADD before
+				 * it in the run failed: nothing is mapped) */
+				if (fdmap_get(&p->map, c->fd) == qw[k])
+					removed(p, qw[k], c->fd);
 			} else if (!res[k] && c->op == EPOLL_CTL_ADD) {
 				added(p, qw[k], c->fd, &c->ev);
 			} else if (!res[k]) {
@@ -990,6 +1012,7 @@ static int native_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned
 		/* the poll of the instance polled the kernel's level-triggered
 		 * registrations (uepoll(7)): the harvest need not ask */
 		u->level &= ~(uint32_t)UEPOLL_LEVEL_KERNEL;
+		p->lazy_skips = 0;
 	}
 	return sl.ret < 0 ? sl.ret : 0;
 }
@@ -1012,6 +1035,18 @@ static int native_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned
  */
 static int native_ready(struct uepoll *u);
 static int native_sleep(struct uepoll *u, int timeout_ms);
+
+/*
+ * uepoll_set_lazy_poll(): how many harvests in a row may leave the
+ * kernel's polls (the level-triggered question, the keyless wake-ups'
+ * repoll) for later while the ring has entries to take.  Relaxed: the
+ * setting of another thread takes effect at a later harvest; nothing is
+ * published through it.
+ */
+static unsigned lazy_poll(const struct uepoll *u)
+{
+	return __atomic_load_n(&u->lazy_poll, __ATOMIC_RELAXED);
+}
 
 /* the level-triggered events of the last harvest not said drained since */
 static unsigned kernel_unhinted(struct native_priv *p)
@@ -1043,6 +1078,7 @@ static int kernel_level_sleep(struct uepoll *u, struct native_priv *p, int timeo
 	if (native_ready(u) || !kernel_unhinted(p))
 		return 1;
 	u->level &= ~(uint32_t)UEPOLL_LEVEL_KERNEL;
+	p->lazy_skips = 0;
 	HSTAT(u, sleeps, 1);
 	ret = native_sleep(u, timeout_ms);
 	if (ret < 0)
@@ -1060,8 +1096,12 @@ static int native_sleep_asks(struct uepoll *u)
 {
 	struct native_priv *p = u->priv;
 
-	return u->level == UEPOLL_LEVEL_KERNEL && !p->forked && !native_ready(u) &&
-	       !uepoll_repoll_read(u->hdr) && kernel_unhinted(p);
+	if (p->forked || native_ready(u))
+		return 0;
+	if (lazy_poll(u) && (uepoll_repoll_read(u->hdr) ||
+			     (u->level == UEPOLL_LEVEL_KERNEL && kernel_unhinted(p))))
+		return 2;
+	return u->level == UEPOLL_LEVEL_KERNEL && !uepoll_repoll_read(u->hdr) && kernel_unhinted(p);
 }
 
 static int native_level_sleep(struct uepoll *u, int timeout_ms)
@@ -1071,6 +1111,14 @@ static int native_level_sleep(struct uepoll *u, int timeout_ms)
 
 	if (u->level == UEPOLL_LEVEL_KERNEL)
 		return kernel_level_sleep(u, p, timeout_ms);
+	if (lazy_poll(u) && !u->level && !p->forked && uepoll_repoll_read(u->hdr) &&
+	    !native_ready(u)) {
+		/* lazy: the keyless wake-ups' repoll (C7) is the sleep's */
+		p->lazy_skips = 0;
+		HSTAT(u, sleeps, 1);
+		ret = native_sleep(u, timeout_ms);
+		return ret < 0 ? ret : 0;
+	}
 	if (u->level != 1)
 		return 1;
 	if (p->forked)
@@ -1203,10 +1251,19 @@ UEPOLL_API void __uepoll_level_note(struct uepoll *u, struct epoll_event *evs, i
 	int i;
 
 	pthread_mutex_lock(&p->lock);
-	p->kstamp++;
-	if (!p->kstamp)
+	/*
+	 * A question still to ask (uepoll_set_lazy_poll() left it): these
+	 * events join the ones it is about, under the same stamp, so that a
+	 * hint counts once per fd until it is asked (a registration hinted
+	 * before its new event cannot be hinted again: it is asked about).
+	 */
+	if (!(u->level & UEPOLL_LEVEL_KERNEL)) {
 		p->kstamp++;
-	p->nnotes = 0;
+		if (!p->kstamp)
+			p->kstamp++;
+		p->nnotes = 0;
+		p->kunhinted = 0;
+	}
 	for (i = 0; i < n; i++) {
 		if (!(evs[i].events & EPOLLET))
 			continue;
@@ -1216,8 +1273,8 @@ UEPOLL_API void __uepoll_level_note(struct uepoll *u, struct epoll_event *evs, i
 			p->notes[p->nnotes].hinted = 0;
 		}
 		p->nnotes++;
+		p->kunhinted++;
 	}
-	p->kunhinted = p->nnotes;
 	pthread_mutex_unlock(&p->lock);
 	u->level |= UEPOLL_LEVEL_KERNEL;
 }
@@ -1287,6 +1344,12 @@ UEPOLL_API int __uepoll_repoll(struct uepoll *u)
 	uint32_t asked = u->level & UEPOLL_LEVEL_KERNEL;
 	int saved_errno = errno, ret = 0;
 
+	/* lazy: with entries to take, the kernel's polls wait (C7 stays set) */
+	if (native_ready(u) && p->lazy_skips < lazy_poll(u)) {
+		p->lazy_skips++;
+		return 0;
+	}
+	p->lazy_skips = 0;
 	u->level &= ~asked;
 	/* the question only: not if every event it is about was drained */
 	if (asked && !uepoll_repoll_read(u->hdr) && !kernel_unhinted(p))

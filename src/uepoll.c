@@ -672,7 +672,8 @@ static void spin_woke(struct uepoll *u);
  * Where the backend asks its level-triggered registrations in its sleep
  * (ops->level_sleep), that sleep comes first, without a spin, when
  * nothing is pending but that question, and the harvest after it takes
- * its answer.
+ * its answer; with uepoll_set_lazy_poll(), a spin comes first, and the
+ * entries it finds are taken without asking.
  */
 
 static int wait_more(struct uepoll *u, const struct uepoll_ops *ops,
@@ -689,7 +690,18 @@ static int wait_more(struct uepoll *u, const struct uepoll_ops *ops,
 		if (!asked && ops->level_sleep && timeout_ms != 0) {
 			int t = remaining_ms(deadline, timeout_ms);
 
+			/* lazy (uepoll_set_lazy_poll()): spin first, the
+			 * question waits while entries come */
+			if (ops->sleep_asks && ops->sleep_asks(u) == 2 &&
+			    __uepoll_spin(u, ops->ready)) {
+				ret = uepoll_harvest(u, evs, max);
+				if (ret != 0)
+					return ret;
+			}
+
 			ret = t ? ops->level_sleep(u, t) : 1;
+			if (ret == 0)
+				spin_woke(u);	/* (a lazy spin above, if any) */
 			if (ret < 0)
 				return ret;
 			asked = ret == 0;	/* the harvest takes its answer */
@@ -993,9 +1005,18 @@ static int defer_wait(struct uepoll *u, struct epoll_event *evs, int max, int ti
 	ops = ops_of(u->backend);
 	if (ops->ready && !ops->wait && __atomic_load_n(&d->age, __ATOMIC_RELAXED) < DEFER_PASSES) {
 		/* (a harvest that would only ask what the sleep asks: none) */
-		ret = ops->sleep_asks && ops->sleep_asks(u) ? 0 : uepoll_harvest(u, evs, max);
-		if (ret == 0 && timeout_ms != 0 && __uepoll_spin(u, ops->ready))
-			ret = uepoll_harvest(u, evs, max);
+		int asks = ops->sleep_asks ? ops->sleep_asks(u) : 0;
+
+		/* 2, lazy (uepoll_set_lazy_poll()): a spin first, whose
+		 * entries are taken without the question */
+		if (asks == 2)
+			ret = timeout_ms != 0 && __uepoll_spin(u, ops->ready) ?
+			      uepoll_harvest(u, evs, max) : 0;
+		else {
+			ret = asks ? 0 : uepoll_harvest(u, evs, max);
+			if (ret == 0 && timeout_ms != 0 && __uepoll_spin(u, ops->ready))
+				ret = uepoll_harvest(u, evs, max);
+		}
 		if (ret != 0) {
 			HSTAT(u, waits, 1);
 			if (ret > 0)	/* relaxed: a flush of another thread zeroes it */
@@ -1180,6 +1201,22 @@ UEPOLL_API int uepoll_set_spin(struct uepoll *u, unsigned spin)
 	if (spin > UEPOLL_SPIN_MAX)
 		return -EINVAL;
 	__atomic_store_n(&u->spin, spin, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * uepoll_set_lazy_poll(3): the native backend reads it (native.c,
+ * lazy_poll()); uring and epoll report as epoll does whatever it says.
+ */
+UEPOLL_API int uepoll_set_lazy_poll(struct uepoll *u, unsigned passes)
+{
+	int ret = check_live(u);
+
+	if (ret)
+		return ret;
+	if (passes > UEPOLL_LAZY_POLL_MAX)
+		return -EINVAL;
+	__atomic_store_n(&u->lazy_poll, passes, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -10,6 +10,11 @@
  * ctl_syscalls), printed per backend next to what sequential calls make.
  * DEL then ADD of numbers closed and reused, 256 pairs in one batch: the
  * new registrations, within the same bound on native.
+ * ADD, MOD, MOD (and DEL for half of them) of 256 fds in one batch, as a
+ * server's deferred changes hold them (chains()): the last change of each
+ * decides what reports, chains of a closed number (EBADF) and of a file
+ * that cannot be polled (EPERM) fail throughout and leave nothing behind,
+ * within the same bound on native.
  * Then the same with UEPOLL_BATCH=loop (the fallback: one system call per
  * change), and the batch's own errors.
  */
@@ -306,6 +311,104 @@ static void reused(int bounded)
 		close(fds[i]);
 }
 
+/*
+ * Chains (native first: ADD, MOD, DEL of an epoll instance that watches
+ * this one, ELOOP then ENOENT twice): ADD, MOD, DEL of a closed number
+ * (EBADF each), ADD, MOD, MOD
+ * of each of BIG fds (DEL too for the odd ones), ADD and MOD of a file
+ * that cannot be polled (EPERM each), in one batch.  The second change of an
+ * fd after its ADD or MOD stays in the native batch's run: at most
+ * 2 * BATCH_SYSCALLS.  What reports is each chain's last change; the
+ * instance then holds the even ones only: the odd ones and one more fit
+ * (n = BIG + 1), another does not.
+ */
+static void chains(int bounded)
+{
+	static struct uepoll_change c[4 * BIG + 8];
+	struct epoll_event evs[BIG];
+	struct uepoll u;
+	int fds[BIG], extra, got = 0, n = 0, loop_fd = -1, nloop = 0;
+	uint64_t s0, s;
+
+	for (int i = 0; i < BIG; i++)
+		fds[i] = t_efd();
+	extra = t_efd();
+	t_init(&u, BIG + 1);
+	/*
+	 * Native: an ADD the kernel fails (ELOOP: an epoll instance that
+	 * watches this one), then MOD and DEL of it (ENOENT) in its run:
+	 * first, so that a count they spoiled would show in what follows.
+	 */
+	if (uepoll_backend(&u) == UEPOLL_BACKEND_NATIVE) {
+		struct epoll_event e = { .events = EPOLLIN };
+
+		loop_fd = epoll_create1(EPOLL_CLOEXEC);
+		CHECK(loop_fd >= 0);
+		CHECK_EQ(epoll_ctl(loop_fd, EPOLL_CTL_ADD, uepoll_fd(&u), &e), 0);
+		t_change(&c[n++], EPOLL_CTL_ADD, loop_fd, EPOLLIN | EPOLLET, 9);
+		t_change(&c[n++], EPOLL_CTL_MOD, loop_fd, EPOLLIN | EPOLLET, 9);
+		t_change(&c[n++], EPOLL_CTL_DEL, loop_fd, 0, 0);
+		nloop = 3;
+	}
+	t_change(&c[n++], EPOLL_CTL_ADD, closed_fd, EPOLLIN | EPOLLET, 9);
+	t_change(&c[n++], EPOLL_CTL_MOD, closed_fd, EPOLLIN | EPOLLET, 9);
+	t_change(&c[n++], EPOLL_CTL_DEL, closed_fd, 0, 0);
+	for (int i = 0; i < BIG; i++) {
+		t_change(&c[n++], EPOLL_CTL_ADD, fds[i], EPOLLIN | EPOLLET, 1000 + (uint64_t)i);
+		t_change(&c[n++], EPOLL_CTL_MOD, fds[i], EPOLLIN | EPOLLOUT | EPOLLET, 2000 + (uint64_t)i);
+		t_change(&c[n++], EPOLL_CTL_MOD, fds[i], EPOLLIN | EPOLLET, 3000 + (uint64_t)i);
+		if (i & 1)
+			t_change(&c[n++], EPOLL_CTL_DEL, fds[i], 0, 0);
+	}
+	t_change(&c[n++], EPOLL_CTL_ADD, reg_fd, EPOLLIN | EPOLLET, 9);
+	t_change(&c[n++], EPOLL_CTL_MOD, reg_fd, EPOLLIN | EPOLLET, 9);
+	s0 = sys_of(&u);
+	CHECK_EQ(uepoll_ctl_batch(&u, c, (unsigned)n), n);
+	s = sys_of(&u) - s0;
+	printf("%s%s: system calls for %d changes in chains of 3 and 4 per fd: %llu\n",
+	       uepoll_backend_name(&u), bounded ? "" : " (UEPOLL_BATCH=loop)", n,
+	       (unsigned long long)s);
+	if (nloop) {
+		CHECK_EQ(c[0].res, -ELOOP);
+		CHECK_EQ(c[1].res, -ENOENT);
+		CHECK_EQ(c[2].res, -ENOENT);
+	}
+	for (int i = nloop; i < nloop + 3; i++)
+		CHECK_EQ(c[i].res, -EBADF);
+	for (int i = nloop + 3; i < n - 2; i++)
+		CHECK_EQ(c[i].res, 0);
+	CHECK_EQ(c[n - 2].res, -EPERM);
+	CHECK_EQ(c[n - 1].res, -EPERM);
+	if (bounded && uepoll_backend(&u) == UEPOLL_BACKEND_NATIVE)
+		CHECK(s <= 2 * BATCH_SYSCALLS);
+	for (int i = 0; i < BIG; i++)
+		t_write(fds[i]);
+	while (got < BIG / 2) {
+		int r = t_wait(&u, evs, BIG, 1000);
+
+		CHECK(r > 0);
+		for (int i = 0; i < r; i++) {
+			uint64_t d = evs[i].data.u64;
+
+			CHECK(d >= 3000 && d < 3000 + BIG && !(d & 1));
+			CHECK_EQ(evs[i].events, EPOLLIN);
+		}
+		got += r;
+	}
+	CHECK_EQ(uepoll_wait(&u, evs, BIG, 0), 0);
+	for (int i = 1; i < BIG; i += 2)
+		CHECK_EQ(t_add(&u, fds[i], EPOLLIN | EPOLLET, 4000 + (uint64_t)i), 0);
+	CHECK_EQ(t_add(&u, extra, EPOLLIN | EPOLLET, 5), 0);
+	CHECK_EQ(uepoll_ctl(&u, EPOLL_CTL_DEL, extra, NULL), 0);
+	CHECK_EQ(t_add(&u, reg_fd, EPOLLIN | EPOLLET, 9), -EPERM);
+	uepoll_exit(&u);
+	for (int i = 0; i < BIG; i++)
+		close(fds[i]);
+	close(extra);
+	if (loop_fd >= 0)
+		close(loop_fd);
+}
+
 /* errors of the batch itself, nothing applied */
 static void bad_args(void)
 {
@@ -347,11 +450,13 @@ int main(void)
 	parity();
 	big(io_uring);
 	reused(io_uring);
+	chains(io_uring);
 	bad_args();
 	setenv("UEPOLL_BATCH", "loop", 1);
 	parity();
 	big(0);
 	reused(0);
+	chains(0);
 	for (int i = 0; i < NEFD; i++)
 		close(efd[i]);
 	close(reg_fd);

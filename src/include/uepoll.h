@@ -149,7 +149,7 @@ struct uepoll {
 	uint32_t spin_max;	/* the window's largest, checks; 0: no adaptive spin */
 	int64_t spin_t0;	/* CLOCK_MONOTONIC ns: a spin that ended in a sleep began; 0: none */
 	uint32_t spin_check_ps;	/* picoseconds a check takes, as failed spins measured */
-	uint32_t __pad;
+	uint32_t lazy_poll;	/* uepoll_set_lazy_poll(); 0: epoll's exact reports */
 	uint64_t __reserved[4];
 };
 
@@ -191,6 +191,14 @@ UEPOLL_API const char *uepoll_backend_name(const struct uepoll *u);
 UEPOLL_API int uepoll_get_stats(const struct uepoll *u, struct uepoll_stats *st);
 UEPOLL_API int uepoll_set_spin(struct uepoll *u, unsigned spin);
 UEPOLL_API int uepoll_set_spin_adapt(struct uepoll *u, unsigned max);
+/*
+ * Up to passes harvests in a row that find new events may leave for later
+ * the polls a harvest asks the kernel for (native: a level-triggered event
+ * still ready, keyless wake-ups); never past a sleep, which asks them.
+ * 0 (the default): epoll's reports, exact.  uepoll_set_lazy_poll(3).
+ */
+#define UEPOLL_LAZY_POLL_MAX	64u
+UEPOLL_API int uepoll_set_lazy_poll(struct uepoll *u, unsigned passes);
 
 /* The backends this library knows, uepoll_backend_list(3) */
 UEPOLL_API int uepoll_backend_list(unsigned *backends, int max);
