@@ -1489,9 +1489,16 @@ static const char *libevent_dir(void)
 	return d && *d ? d : NULL;
 }
 
+/* -D: the uepoll backend defers its changes (EVENT_UEPOLL_DEFER) */
+static int le_defer;
+
 /* in a child: the environment that makes a libevent program use backend be */
 static void libevent_env(const char *be)
 {
+	if (le_defer && strcmp(be, "stock-epoll"))
+		setenv("EVENT_UEPOLL_DEFER", "1", 1);
+	else
+		unsetenv("EVENT_UEPOLL_DEFER");
 	if (!strcmp(be, "stock-epoll")) {
 		setenv("EVENT_NOUEPOLL", "1", 1);
 		unsetenv("UEPOLL_BACKEND");
@@ -1781,15 +1788,19 @@ static int run_bench_http(const char *be, int p, double *out)
 
 static int bh_option(int opt, const char *arg)
 {
-	(void)opt;
 	(void)arg;
+	if (opt == 'D') {
+		le_defer = 1;
+		return 0;
+	}
 	return -1;
 }
 
 static void bh_setup(struct bench *bn)
 {
 	bn->np = 1;
-	snprintf(bn->params[0], sizeof(bn->params[0]), "conns=200;requests=%ld", bh_requests);
+	snprintf(bn->params[0], sizeof(bn->params[0]), "conns=200;requests=%ld%s", bh_requests,
+		 le_defer ? ";defer" : "");
 }
 
 static const struct metric bh_metrics[] = {
@@ -2034,6 +2045,7 @@ static int mc_option(int opt, const char *arg)
 	case 't': mc_threads = tool_parse_long(arg, 1, 64); return 0;
 	case 'c': mc_conc = tool_parse_long(arg, 1, 4096); return 0;
 	case 'd': mc_seconds = tool_parse_double(arg, 0.5, 600); return 0;
+	case 'D': le_defer = 1; return 0;
 	}
 	return -1;
 }
@@ -2041,8 +2053,8 @@ static int mc_option(int opt, const char *arg)
 static void mc_setup(struct bench *bn)
 {
 	bn->np = 1;
-	snprintf(bn->params[0], sizeof(bn->params[0]), "threads=%ld;conc=%ld;seconds=%g",
-		 mc_threads, mc_conc, mc_seconds);
+	snprintf(bn->params[0], sizeof(bn->params[0]), "threads=%ld;conc=%ld;seconds=%g%s",
+		 mc_threads, mc_conc, mc_seconds, le_defer ? ";defer" : "");
 }
 
 static const struct metric mc_metrics[] = {
@@ -2137,7 +2149,8 @@ static const struct scenario scenarios[] = {
 		.guest = { { "-R 3 -f 100 -d 3 -S -1,0,64,256,1024,4096", 900 } },
 		.guest_quick = { { "-R 2 -f 100 -d 0.5 -S -1,0,256,4096", 300 } },
 	}, {
-		.name = "bench_http", .warmup = 1, .opts = "", .usage = "(UEPOLL_BENCH_LIBEVENT=libevent's bin/)",
+		.name = "bench_http", .warmup = 1, .opts = "D",
+		.usage = "[-D] (UEPOLL_BENCH_LIBEVENT=libevent's bin/)",
 		.title = "6. libevent bench_http: its server, 200 connections x 20,000 HTTP/1.0 requests",
 		.chart_title = "6. libevent bench_http (ratio to stock libevent epoll)",
 		.option = bh_option, .setup = bh_setup, .run = run_bench_http, .metrics = bh_metrics,
@@ -2149,14 +2162,16 @@ static const struct scenario scenarios[] = {
 			"errors = failed or missing requests; event_syscalls_per_req = the server's "
 			"epoll_wait/epoll_pwait/epoll_ctl/io_uring_enter/poll/ppoll/statx/fstat calls per "
 			"request: perf's syscall tracepoints on the host, the library's counters "
-			"(UEPOLL_STATS) in the guest, where stock-epoll has none.",
-		.host = { { "-R 5" } },
+			"(UEPOLL_STATS) in the guest, where stock-epoll has none.  -D (config "
+			"defer): the uepoll backend defers its changes and polls lazily "
+			"(EVENT_UEPOLL_DEFER, libevent/README.md).",
+		.host = { { "-R 5" }, { "-R 5 -D" } },
 		.host_quick = { { "-R 2" } },
-		.guest = { { "-R 3", 1800 } },
+		.guest = { { "-R 3", 1800 }, { "-R 3 -D", 1800 } },
 		.guest_quick = { { "-R 1", 900 } },
 	}, {
-		.name = "memcached", .warmup = 1, .opts = "t:c:d:",
-		.usage = "[-t server threads] [-c concurrency] [-d seconds] (UEPOLL_BENCH_LIBEVENT)",
+		.name = "memcached", .warmup = 1, .opts = "t:c:d:D",
+		.usage = "[-t server threads] [-c concurrency] [-d seconds] [-D] (UEPOLL_BENCH_LIBEVENT)",
 		.title = "7. memcached (Debian's) on libevent",
 		.chart_title = "7. memcached on libevent (ratio to stock libevent epoll)",
 		.option = mc_option, .setup = mc_setup, .run = run_memcached, .metrics = mc_metrics,
@@ -2171,10 +2186,11 @@ static const struct scenario scenarios[] = {
 			"second; errors = failed operations or connections; event_syscalls_per_op = the "
 			"server's event system calls per operation (perf on the host; UEPOLL_STATS in the "
 			"guest: memcached 1.6.18 frees none of its workers' bases at SIGTERM, their "
-			"instances write their lines at exit(); missing unless every base's came).",
-		.host = { { "-R 5 -t 4 -c 64 -d 5" } },
+			"instances write their lines at exit(); missing unless every base's came).  "
+			"-D (config defer): as bench_http's.",
+		.host = { { "-R 5 -t 4 -c 64 -d 5" }, { "-R 5 -t 4 -c 64 -d 5 -D" } },
 		.host_quick = { { "-R 2 -t 4 -c 64 -d 2" } },
-		.guest = { { "-R 3 -t 4 -c 64 -d 5", 900 } },
+		.guest = { { "-R 3 -t 4 -c 64 -d 5", 900 }, { "-R 3 -t 4 -c 64 -d 5 -D", 900 } },
 		.guest_quick = { { "-R 1 -t 4 -c 64 -d 2", 300 } },
 	},
 };
