@@ -82,7 +82,8 @@ struct uepoll_ops {
 	/* optional: 1 if a harvest now would make a system call only to ask
 	 * what a sleep on the instance asks too, the ring being empty
 	 * (native: UEPOLL_LEVEL_KERNEL); a wait with changes to apply then
-	 * goes to its sleep without that harvest */
+	 * goes to its sleep without that harvest; 2: the same, lazily
+	 * (uepoll_set_lazy_poll()): a wait spins before that sleep too */
 	int (*sleep_asks)(struct uepoll *u);
 };
 

@@ -1091,6 +1091,8 @@ static int kernel_level_sleep(struct uepoll *u, struct native_priv *p, int timeo
  * question (UEPOLL_LEVEL_KERNEL, something not said drained) with the
  * ring empty, and no repoll hint: a sleep, whose poll or epoll_wait()
  * asks the same, may take its place (uepoll_wait() with deferred changes).
+ * 2 with uepoll_set_lazy_poll(), the repoll hint (C7) counting too: the
+ * sleep polls those keyless wake-ups as well.
  */
 static int native_sleep_asks(struct uepoll *u)
 {

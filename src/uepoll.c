@@ -1005,18 +1005,9 @@ static int defer_wait(struct uepoll *u, struct epoll_event *evs, int max, int ti
 	ops = ops_of(u->backend);
 	if (ops->ready && !ops->wait && __atomic_load_n(&d->age, __ATOMIC_RELAXED) < DEFER_PASSES) {
 		/* (a harvest that would only ask what the sleep asks: none) */
-		int asks = ops->sleep_asks ? ops->sleep_asks(u) : 0;
-
-		/* 2, lazy (uepoll_set_lazy_poll()): a spin first, whose
-		 * entries are taken without the question */
-		if (asks == 2)
-			ret = timeout_ms != 0 && __uepoll_spin(u, ops->ready) ?
-			      uepoll_harvest(u, evs, max) : 0;
-		else {
-			ret = asks ? 0 : uepoll_harvest(u, evs, max);
-			if (ret == 0 && timeout_ms != 0 && __uepoll_spin(u, ops->ready))
-				ret = uepoll_harvest(u, evs, max);
-		}
+		ret = ops->sleep_asks && ops->sleep_asks(u) ? 0 : uepoll_harvest(u, evs, max);
+		if (ret == 0 && timeout_ms != 0 && __uepoll_spin(u, ops->ready))
+			ret = uepoll_harvest(u, evs, max);
 		if (ret != 0) {
 			HSTAT(u, waits, 1);
 			if (ret > 0)	/* relaxed: a flush of another thread zeroes it */
