@@ -38,11 +38,15 @@
  *       N registered socketpairs, 1% (at least 1) written each round, then
  *       harvested; ns per harvested event (harvest calls only).
  *   uepoll-bench idle   [common] [-f RATE] [-d SECONDS] [-S SPIN,...]
+ *                       [-m et|lt|lt-drained]
  *       one producer writes RATE events per second; the consumer sleeps in
  *       uepoll_wait with spin budget S; consumer CPU time per event (us:
  *       CLOCK_THREAD_CPUTIME_ID, or where the clock is coarse a SCHED_IDLE
  *       soaker on the consumer's CPU, params ";cpu=soak"), wake-up latency
- *       p50/p99.
+ *       p50/p99.  -m: the eventfd registered edge-triggered (et, default),
+ *       level-triggered (lt: the library asks again whether it is still
+ *       ready, as epoll does), or level-triggered with uepoll_drained(3)
+ *       after each read, which drains it (lt-drained); params ";mode=M".
  *   uepoll-bench tcp    [common] [-c CONNS] [-n REQUESTS] [-m MODES]
  *       runs tools uepoll-httpd (the server, one per backend, plus
  *       epoll-lt: plain level-triggered epoll, no library) and
@@ -1010,6 +1014,9 @@ static double idle_rate = 200;
 static double idle_secs = 1.0;
 static const char *idle_slist;
 static long idle_spin[MAXP];
+/* -m: 0 et, 1 lt, 2 lt-drained */
+static const char *const idle_mode_names[] = { "et", "lt", "lt-drained" };
+static int idle_mode;
 
 struct idle {
 	int efd;
@@ -1124,6 +1131,8 @@ static uint64_t idle_consume(struct uepoll *u, struct idle *s, double *lat, size
 			continue;
 		if (read(s->efd, &v, sizeof(v)) == sizeof(v) && *nl < cap)
 			lat[(*nl)++] = (double)(now_ns() - __atomic_load_n(&s->sent, __ATOMIC_ACQUIRE)) / 1000.0;
+		if (idle_mode == 2)	/* an eventfd's read takes the whole count */
+			uepoll_drained(u, s->efd, EPOLLIN);
 		nev += (uint64_t)n;
 	}
 	*cpu = thread_cpu_ns() - c0;
@@ -1193,8 +1202,18 @@ static int run_idle(const char *be, int p, double *out)
 	if (open_backend(&u, be, 4, idle_spin[p]) < 0)
 		goto out;
 	have_u = 1;
-	if (add_fd(&u, s.efd, 0) < 0)
+	if (idle_mode) {
+		struct epoll_event ev = { .events = EPOLLIN };
+		int r = uepoll_ctl(&u, EPOLL_CTL_ADD, s.efd, &ev);
+
+		if (r < 0) {
+			fprintf(stderr, "%s: uepoll_ctl(ADD, %d, level-triggered): %s\n", tool_prog,
+				s.efd, strerror(-r));
+			goto out;
+		}
+	} else if (add_fd(&u, s.efd, 0) < 0) {
 		goto out;
+	}
 	ret = idle_measure(&u, &s, lat, cap, out);
 out:
 	if (have_u)
@@ -1211,6 +1230,12 @@ static int idle_option(int opt, const char *arg)
 	case 'f': idle_rate = tool_parse_double(arg, 0.1, 100000); return 0;
 	case 'd': idle_secs = tool_parse_double(arg, 0.01, 3600); return 0;
 	case 'S': idle_slist = arg; return 0;
+	case 'm':
+		for (idle_mode = 0; idle_mode < 3; idle_mode++)
+			if (!strcmp(arg, idle_mode_names[idle_mode]))
+				return 0;
+		fprintf(stderr, "%s: idle -m: et, lt or lt-drained, not %s\n", tool_prog, arg);
+		exit(2);
 	}
 	return -1;
 }
@@ -1225,7 +1250,8 @@ static void idle_setup(struct bench *bn)
 
 		if (idle_spin[p] >= 0)
 			snprintf(spin, sizeof(spin), "%ld", idle_spin[p]);
-		snprintf(bn->params[p], sizeof(bn->params[p]), "rate=%g;spin=%s%s", idle_rate, spin,
+		snprintf(bn->params[p], sizeof(bn->params[p]), "rate=%g;spin=%s%s%s%s", idle_rate, spin,
+			 idle_mode ? ";mode=" : "", idle_mode ? idle_mode_names[idle_mode] : "",
 			 use_tsc ? ";cpu=soak" : "");
 	}
 }
@@ -2130,23 +2156,30 @@ static const struct scenario scenarios[] = {
 			"the server's wait + ctl + level-triggered re-check system calls per request "
 			"(epoll-lt: epoll_wait + epoll_ctl).  mode: et = edge-triggered, read until "
 			"EAGAIN, one uepoll_ctl per ADD and DEL; lt = level-triggered, one read per "
-			"event; -batch = the ADDs and DELs of a pass in one uepoll_ctl_batch.",
+			"event; -batch = the ADDs and DELs of a pass in one uepoll_ctl_wait; -defer = "
+			"the same deferred (uepoll_ctl_defer) with lazy polls (uepoll_set_lazy_poll 4).",
 		.host = { { "-R 5 -c 200 -n 20000 -m et,lt,et-batch,lt-batch,et-defer,lt-defer" } },
 		.host_quick = { { "-R 2 -c 200 -n 5000 -m et,lt-batch" } },
 		.guest = { { "-R 3 -c 200 -n 20000 -m et,lt,et-batch,lt-batch,et-defer,lt-defer", 3600 } },
 		.guest_quick = { { "-R 2 -c 200 -n 2000 -m et,lt-batch", 900 } },
 	}, {
-		.name = "idle", .opts = "f:d:S:", .usage = "[-f events_per_s] [-d seconds] [-S spin,spin,...]",
+		.name = "idle", .opts = "f:d:S:m:",
+		.usage = "[-f events_per_s] [-d seconds] [-S spin,spin,...] [-m et|lt|lt-drained]",
 		.title = "5. idle / slow load: few events per second",
 		.chart_title = "5. idle: few events per second, by spin budget",
 		.option = idle_option, .setup = idle_setup, .run = run_idle, .metrics = idle_metrics,
 		.summary_params = "spin=(0|256|1024|4096|default)(;|$)", .summary_hide = "cpu=soak",
 		.note = "rate = events per second; cpu_us_per_event = the consumer's CPU per event "
 			"(params cpu=soak in results.csv: measured by a SCHED_IDLE soaker, coarse guest "
-			"clock); wake = from the write to the harvest; spin as in lat.",
-		.host = { { "-R 3 -f 100 -d 3 -S -1,0,64,256,1024,4096" } },
+			"clock); wake = from the write to the harvest; spin as in lat; mode = the "
+			"eventfd's registration: edge-triggered (absent), lt level-triggered (the "
+			"library asks again), lt-drained level-triggered with uepoll_drained() after "
+			"each read.",
+		.host = { { "-R 3 -f 100 -d 3 -S -1,0,64,256,1024,4096" }, { "-R 3 -f 100 -d 3 -m lt" },
+			  { "-R 3 -f 100 -d 3 -m lt-drained" } },
 		.host_quick = { { "-R 2 -f 100 -d 0.5 -S -1,0,256,4096" } },
-		.guest = { { "-R 3 -f 100 -d 3 -S -1,0,64,256,1024,4096", 900 } },
+		.guest = { { "-R 3 -f 100 -d 3 -S -1,0,64,256,1024,4096", 900 }, { "-R 3 -f 100 -d 3 -m lt", 300 },
+			   { "-R 3 -f 100 -d 3 -m lt-drained", 300 } },
 		.guest_quick = { { "-R 2 -f 100 -d 0.5 -S -1,0,256,4096", 300 } },
 	}, {
 		.name = "bench_http", .warmup = 1, .opts = "D",

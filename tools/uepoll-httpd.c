@@ -21,7 +21,9 @@
  * does), handed to the next wait, uepoll_ctl_wait(3); a socket is closed
  * when its DEL is queued, as libevent closes it.  -defer: the same
  * changelist handed to uepoll_ctl_defer(3) before a plain uepoll_wait(),
- * failures read back with uepoll_ctl_failed(3).
+ * failures read back with uepoll_ctl_failed(3), and the kernel's polls
+ * left for later while harvests find new events, uepoll_set_lazy_poll(3)
+ * with 4 (as libevent's backend does with EVENT_UEPOLL_DEFER).
  * --plain-epoll-lt: the reference, no library: epoll_create1, sockets
  * level-triggered, one read per readiness, close without DEL.
  *
@@ -335,6 +337,10 @@ static int run_lib(unsigned bflags, long spin, int lfd, int level)
 	if (spin >= 0 && ((r = uepoll_set_spin(&u, (unsigned)spin)) < 0 ||
 			  (r = uepoll_set_spin_adapt(&u, 0)) < 0)) {
 		fprintf(stderr, "%s: uepoll_set_spin: %s\n", tool_prog, strerror(-r));
+		return 1;
+	}
+	if (batch_mode == 2 && (r = uepoll_set_lazy_poll(&u, 4)) < 0) {
+		fprintf(stderr, "%s: uepoll_set_lazy_poll: %s\n", tool_prog, strerror(-r));
 		return 1;
 	}
 	r = uepoll_ctl(&u, EPOLL_CTL_ADD, lfd, &ev);
