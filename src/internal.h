@@ -83,7 +83,8 @@ struct uepoll_ops {
 	 * what a sleep on the instance asks too, the ring being empty
 	 * (native: UEPOLL_LEVEL_KERNEL); a wait with changes to apply then
 	 * goes to its sleep without that harvest; 2: the same, lazily
-	 * (uepoll_set_lazy_poll()): a wait spins before that sleep too */
+	 * (uepoll_set_lazy_poll(); uring: its level list): a wait spins
+	 * before that sleep too */
 	int (*sleep_asks)(struct uepoll *u);
 };
 
@@ -203,6 +204,18 @@ static inline void cpu_relax(void)
 #else
 	__asm__ __volatile__("" ::: "memory");
 #endif
+}
+
+/*
+ * uepoll_set_lazy_poll(): how many harvests in a row that take new events
+ * may leave the backend's polls (native: the level-triggered question and
+ * the keyless wake-ups' repoll; uring: recheck()'s poll(2)) for later.
+ * Relaxed: the setting of another thread takes effect at a later
+ * harvest; nothing is published through it.
+ */
+static inline unsigned __uepoll_lazy_poll(const struct uepoll *u)
+{
+	return __atomic_load_n(&u->lazy_poll, __ATOMIC_RELAXED);
 }
 
 /* the spin phase of uepoll_wait(): 1 as soon as ops->ready() says so */

@@ -1036,18 +1036,6 @@ static int native_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned
 static int native_ready(struct uepoll *u);
 static int native_sleep(struct uepoll *u, int timeout_ms);
 
-/*
- * uepoll_set_lazy_poll(): how many harvests in a row may leave the
- * kernel's polls (the level-triggered question, the keyless wake-ups'
- * repoll) for later while the ring has entries to take.  Relaxed: the
- * setting of another thread takes effect at a later harvest; nothing is
- * published through it.
- */
-static unsigned lazy_poll(const struct uepoll *u)
-{
-	return __atomic_load_n(&u->lazy_poll, __ATOMIC_RELAXED);
-}
-
 /* the level-triggered events of the last harvest not said drained since */
 static unsigned kernel_unhinted(struct native_priv *p)
 {
@@ -1100,7 +1088,7 @@ static int native_sleep_asks(struct uepoll *u)
 
 	if (p->forked || native_ready(u))
 		return 0;
-	if (lazy_poll(u) && (uepoll_repoll_read(u->hdr) ||
+	if (__uepoll_lazy_poll(u) && (uepoll_repoll_read(u->hdr) ||
 			     (u->level == UEPOLL_LEVEL_KERNEL && kernel_unhinted(p))))
 		return 2;
 	return u->level == UEPOLL_LEVEL_KERNEL && !uepoll_repoll_read(u->hdr) && kernel_unhinted(p);
@@ -1113,7 +1101,7 @@ static int native_level_sleep(struct uepoll *u, int timeout_ms)
 
 	if (u->level == UEPOLL_LEVEL_KERNEL)
 		return kernel_level_sleep(u, p, timeout_ms);
-	if (lazy_poll(u) && !u->level && !p->forked && uepoll_repoll_read(u->hdr) &&
+	if (__uepoll_lazy_poll(u) && !u->level && !p->forked && uepoll_repoll_read(u->hdr) &&
 	    !native_ready(u)) {
 		/* lazy: the keyless wake-ups' repoll (C7) is the sleep's */
 		p->lazy_skips = 0;
@@ -1347,7 +1335,7 @@ UEPOLL_API int __uepoll_repoll(struct uepoll *u)
 	int saved_errno = errno, ret = 0;
 
 	/* lazy: with entries to take, the kernel's polls wait (C7 stays set) */
-	if (native_ready(u) && p->lazy_skips < lazy_poll(u)) {
+	if (native_ready(u) && p->lazy_skips < __uepoll_lazy_poll(u)) {
 		p->lazy_skips++;
 		return 0;
 	}

@@ -1196,8 +1196,8 @@ UEPOLL_API int uepoll_set_spin(struct uepoll *u, unsigned spin)
 }
 
 /*
- * uepoll_set_lazy_poll(3): the native backend reads it (native.c,
- * lazy_poll()); uring and epoll report as epoll does whatever it says.
+ * uepoll_set_lazy_poll(3): native and uring read it (__uepoll_lazy_poll():
+ * native.c, uring.c); epoll reports as epoll does whatever it says.
  */
 UEPOLL_API int uepoll_set_lazy_poll(struct uepoll *u, unsigned passes)
 {

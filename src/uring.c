@@ -113,6 +113,7 @@ struct uring_priv {
 	struct pollfd *pfd;	/* recheck()'s poll(2) set (n + 1: the level sleep's ring fd) */
 	uint32_t prestamp;	/* uring_level_sleep() calls */
 	int pre;		/* ... the last one's answers are for this harvest */
+	unsigned lazy_skips;	/* harvests that left recheck() (uepoll_set_lazy_poll()) */
 	struct fdmap map;
 	uint32_t batch;
 	unsigned setup;		/* IORING_SETUP_* used */
@@ -829,6 +830,24 @@ static void rearm_queued(struct uepoll *u, struct uring_priv *p)
 	}
 }
 
+/* drop the events of the batch that came to nothing (recheck()) */
+static void batch_compact(struct uring_priv *p, struct batch *b)
+{
+	int j, w;
+
+	for (j = 0, w = 0; j < b->cnt; j++) {
+		if (!b->evs[j].events)
+			continue;
+		if (w != j) {
+			b->evs[w] = b->evs[j];
+			b->slot[w] = b->slot[j];
+			p->slots[b->slot[w]].outidx = w;
+		}
+		w++;
+	}
+	b->cnt = w;
+}
+
 /*
  * The level list's registrations, caller holds p->lock: one poll(2) of
  * their files, zero timeout.  Each gets what its file's poll returns,
@@ -841,11 +860,14 @@ static void rearm_queued(struct uepoll *u, struct uring_priv *p)
  * the list, but for fired ONESHOT ones; the others leave it until their
  * next event.  A poll(2) that fails (ENOMEM, EINTR) changes nothing:
  * the list is polled again at the next harvest.
+ * lazy (uepoll_set_lazy_poll(), after a level sleep): one with a
+ * completion in this harvest keeps the completion's bits, unpolled.
+ * A fired ONESHOT one not in this batch (a lazy harvest left it on the
+ * list) leaves it: reported once.
  */
-static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b)
+static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b, int lazy)
 {
 	unsigned i, k = 0, n = p->nlvl, npoll = 0;
-	int j, w;
 
 	for (i = 0; i < n; i++) {
 		uint32_t s = p->lvl[i];
@@ -854,8 +876,9 @@ static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b)
 
 		if (sl->fd < 0 || !sl->inlvl)
 			continue;	/* DEL or MOD took it off (lazily) */
-		if (sl->drained && !(sl->events & ~sl->drained & UEPOLL_HINT_BITS)) {
-			sl->inlvl = 0;	/* drained: until its next event */
+		if ((sl->drained && !(sl->events & ~sl->drained & UEPOLL_HINT_BITS)) ||
+		    (sl->fired && sl->stamp != b->stamp)) {
+			sl->inlvl = 0;	/* drained, or fired: until its next event */
 			continue;
 		}
 		/*
@@ -864,7 +887,8 @@ static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b)
 		 * completion of it: that wake-up may have come after the
 		 * sleep's answer, which would then drop the event.
 		 */
-		pre = p->pre && sl->prestamp == p->prestamp && sl->stamp != b->stamp;
+		pre = (p->pre && sl->prestamp == p->prestamp && sl->stamp != b->stamp) ||
+		      (lazy && sl->stamp == b->stamp);
 		p->pslot[k] = s;
 		p->pfd[k].fd = pre ? -1 : sl->fd;
 		p->pfd[k].events = (short)(sl->events & ~sl->drained & 0xffff);
@@ -882,9 +906,13 @@ static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b)
 		if (poll(p->pfd, k, 0) < 0)
 			return;
 	}
-	for (i = 0; i < k; i++)
-		if (p->pfd[i].fd < 0)
-			p->pfd[i].revents = (short)p->slots[p->pslot[i]].prerev;
+	for (i = 0; i < k; i++) {
+		struct uslot *sl = &p->slots[p->pslot[i]];
+
+		if (p->pfd[i].fd < 0)	/* the sleep's answer, or (lazy) the completion's */
+			p->pfd[i].revents = (short)(sl->stamp == b->stamp ?
+						    b->evs[sl->outidx].events : sl->prerev);
+	}
 	p->nlvl = 0;
 	for (i = 0; i < k; i++) {
 		uint32_t s = p->pslot[i];
@@ -908,18 +936,29 @@ static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b)
 		if (m && !(sl->events & EPOLLONESHOT))
 			level_add(u, p, s);
 	}
-	/* drop the events that came to nothing */
-	for (j = 0, w = 0; j < b->cnt; j++) {
-		if (!b->evs[j].events)
-			continue;
-		if (w != j) {
-			b->evs[w] = b->evs[j];
-			b->slot[w] = b->slot[j];
-			p->slots[b->slot[w]].outidx = w;
-		}
-		w++;
+	batch_compact(p, b);
+}
+
+/*
+ * The level list at the end of a harvest; due: it had registrations
+ * before this harvest's completions.  uepoll_set_lazy_poll(): a harvest
+ * that took new completions leaves recheck()'s poll(2) for later, and
+ * its level-triggered events are the completions' bits; of those that
+ * had a poll due, __uepoll_lazy_poll(u) in a row at most.  The first
+ * harvest with nothing new polls, and so does the harvest after a level
+ * sleep, which takes the sleep's answers (lazily: a completion of this
+ * harvest keeps its bits).
+ */
+static void level_check(struct uepoll *u, struct uring_priv *p, struct batch *b, unsigned due)
+{
+	unsigned lazy = __uepoll_lazy_poll(u);
+
+	if (lazy && b->cnt && !p->pre && (!due || p->lazy_skips < lazy)) {
+		p->lazy_skips += !!due;
+		return;
 	}
-	b->cnt = w;
+	recheck(u, p, b, lazy && p->pre);
+	p->lazy_skips = 0;
 }
 
 static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
@@ -929,6 +968,7 @@ static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 	unsigned kflags = IO_URING_READ_ONCE(*ring->sq.kflags);
 	unsigned need_enter = IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN;
 	struct batch b = { .evs = evs, .slot = p->bslot, .max = max };
+	unsigned due;
 
 	HSTAT(u, harvests, 1);
 	/* the no-event fast path: no lock, no system call (nlvl: written
@@ -940,6 +980,7 @@ static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 	b.stamp = ++p->batch;
 	if (!b.stamp)
 		b.stamp = ++p->batch;
+	due = p->nlvl;
 	reap(u, p, &b);
 	if (p->nrearm && b.cnt < b.max) {
 		/*
@@ -953,7 +994,7 @@ static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 		reap(u, p, &b);
 	}
 	if (p->nlvl)
-		recheck(u, p, &b);
+		level_check(u, p, &b, due);
 	p->pre = 0;
 	rearm_queued(u, p);
 	pthread_mutex_unlock(&p->lock);
@@ -1080,6 +1121,21 @@ static int uring_level_sleep(struct uepoll *u, int timeout_ms)
 	return 0;
 }
 
+/*
+ * uepoll_set_lazy_poll(): with registrations on the level list and no
+ * completion pending, a harvest would only poll them, which the level
+ * sleep does too: 2, a wait spins first (the completions that come are
+ * taken without the poll), then sleeps in uring_level_sleep().  0 without
+ * the setting: the harvest polls, as epoll_wait() reports at once.
+ */
+static int uring_sleep_asks(struct uepoll *u)
+{
+	struct uring_priv *p = u->priv;
+
+	/* (nlvl: as in uring_harvest()) */
+	return __uepoll_lazy_poll(u) && p->nlvl && !uring_ready(u) ? 2 : 0;
+}
+
 const struct uepoll_ops __uepoll_uring_ops __hidden = {
 	.name = "uring",
 	.checks = UEPOLL_CHECKS_NONE,
@@ -1097,4 +1153,5 @@ const struct uepoll_ops __uepoll_uring_ops __hidden = {
 	.sleep = uring_sleep,
 	.ready = uring_ready,
 	.level_sleep = uring_level_sleep,
+	.sleep_asks = uring_sleep_asks,
 };
