@@ -244,14 +244,22 @@ static int open_backend(struct uepoll *u, const char *b, unsigned n, long spin)
 	return 0;
 }
 
-static int add_fd(struct uepoll *u, int fd, uint64_t data)
+/* ADD of fd for events (0: EPOLLIN | EPOLLET, what every scenario but
+ * idle -m lt registers) */
+static int add_fd_events(struct uepoll *u, int fd, uint32_t events, uint64_t data)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = data };
+	struct epoll_event ev = { .events = events ? events : EPOLLIN | EPOLLET, .data.u64 = data };
 	int r = uepoll_ctl(u, EPOLL_CTL_ADD, fd, &ev);
 
 	if (r < 0)
-		fprintf(stderr, "%s: uepoll_ctl(ADD, %d): %s\n", tool_prog, fd, strerror(-r));
+		fprintf(stderr, "%s: uepoll_ctl(ADD, %d, 0x%x): %s\n", tool_prog, fd, ev.events,
+			strerror(-r));
 	return r;
+}
+
+static int add_fd(struct uepoll *u, int fd, uint64_t data)
+{
+	return add_fd_events(u, fd, 0, data);
 }
 
 /* ---- the scenario table's types ------------------------------------------
@@ -1202,18 +1210,8 @@ static int run_idle(const char *be, int p, double *out)
 	if (open_backend(&u, be, 4, idle_spin[p]) < 0)
 		goto out;
 	have_u = 1;
-	if (idle_mode) {
-		struct epoll_event ev = { .events = EPOLLIN };
-		int r = uepoll_ctl(&u, EPOLL_CTL_ADD, s.efd, &ev);
-
-		if (r < 0) {
-			fprintf(stderr, "%s: uepoll_ctl(ADD, %d, level-triggered): %s\n", tool_prog,
-				s.efd, strerror(-r));
-			goto out;
-		}
-	} else if (add_fd(&u, s.efd, 0) < 0) {
+	if (add_fd_events(&u, s.efd, idle_mode ? EPOLLIN : 0, 0) < 0)	/* -m lt: no EPOLLET */
 		goto out;
-	}
 	ret = idle_measure(&u, &s, lat, cap, out);
 out:
 	if (have_u)
