@@ -949,6 +949,25 @@ static int defer_room(struct uepoll_change **a, unsigned *cap, size_t want)
 	return 0;
 }
 
+/*
+ * A queued DEL says the program is done with the fd's events: as
+ * uepoll_drained() of all it can say, its level is not asked again until
+ * the registration's next event or the DEL (a level-triggered one that
+ * stays ready would otherwise be polled, on uring by a number the program
+ * may have closed and reused, until the queue is applied).
+ */
+static void defer_del_hints(struct uepoll *u, const struct uepoll_change *ch, unsigned n)
+{
+	const struct uepoll_ops *ops = ops_of(u->backend);
+	unsigned i;
+
+	if (!ops->drained)
+		return;
+	for (i = 0; i < n; i++)
+		if (ch[i].op == EPOLL_CTL_DEL && ch[i].fd >= 0)
+			ops->drained(u, ch[i].fd, UEPOLL_HINT_BITS);
+}
+
 static int ctl_defer(struct uepoll *u, const struct uepoll_change *ch, unsigned n)
 {
 	struct uepoll_deferred *d;
@@ -976,6 +995,7 @@ static int ctl_defer(struct uepoll *u, const struct uepoll_change *ch, unsigned 
 	__atomic_store_n(&d->nq, d->nq + n, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&d->lock);
 	STAT(u, deferred, n);
+	defer_del_hints(u, ch, n);
 	return 0;
 }
 

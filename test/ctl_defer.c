@@ -22,12 +22,16 @@
  *  - native with the kernel's level-triggered registrations: after a
  *    level-triggered event, a wait with changes queued and nothing in the
  *    ring asks "still ready?" in its sleep, one system call with the
- *    changes, not in a harvest of its own first.
+ *    changes, not in a harvest of its own first;
+ *  - a queued DEL is a drained hint: a level-triggered registration that
+ *    stays ready is not asked about again, and its closed fd's number,
+ *    taken by another ready file, is never reported with its data.
  */
 /* uepoll-test: threaded */
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <time.h>
 #include "helpers.h"
 
@@ -138,6 +142,57 @@ out:
 	uepoll_exit(&u);
 	close(lt);
 	close(et);
+}
+
+/*
+ * A queued DEL counts as a uepoll_drained() hint: a level-triggered
+ * registration that stays ready is not asked about again (native, uring:
+ * the harvest makes no system call), and once the program closed the fd
+ * and the number is taken by another ready file, nothing is reported with
+ * the old registration's data; the wait that applies the DEL then finds
+ * the number's new file unregistered (ENOENT, kept as failed).
+ */
+static void del_hint(void)
+{
+	struct uepoll u;
+	struct uepoll_change c, f;
+	struct epoll_event evs[4];
+	uint64_t s0;
+	int sa[2], sb[2], free_harvest, r;
+
+	/* sockets: files an inode tells apart (uepoll_ctl(3), uring) */
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sa), 0);
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sb), 0);
+	t_init(&u, 8);
+	free_harvest = strcmp(uepoll_backend_name(&u), "epoll") != 0;
+	CHECK_EQ(t_add(&u, sa[0], EPOLLIN, 7), 0);
+	CHECK_EQ(write(sa[1], "x", 1), 1);
+	CHECK_EQ(wait_retry(&u, evs, 4, 1000), 1);
+	CHECK_EQ(evs[0].data.u64, 7);
+	t_change(&c, EPOLL_CTL_DEL, sa[0], 0, 0);
+	CHECK_EQ(uepoll_ctl_defer(&u, &c, 1), 0);
+	s0 = stats_of(&u).syscalls;
+	r = uepoll_harvest(&u, evs, 4);
+	if (free_harvest) {	/* epoll's harvest is epoll_wait(): reported again */
+		CHECK_EQ(r, 0);
+		CHECK_EQ(stats_of(&u).syscalls, s0);
+	}
+	/* the program closes sa[0]; the number goes to a ready socket */
+	CHECK_EQ(write(sb[1], "y", 1), 1);
+	CHECK_EQ(dup2(sb[0], sa[0]), sa[0]);
+	CHECK_EQ(uepoll_harvest(&u, evs, 4), 0);	/* epoll: its file is gone */
+	if (free_harvest)
+		CHECK_EQ(stats_of(&u).syscalls, s0);
+	CHECK_EQ(wait_retry(&u, evs, 4, 50), 0);
+	CHECK_EQ(uepoll_ctl_failed(&u, &f, 1), 1);
+	CHECK_EQ(f.fd, sa[0]);
+	CHECK_EQ(f.res, -ENOENT);
+	CHECK_EQ(uepoll_harvest(&u, evs, 4), 0);
+	uepoll_exit(&u);
+	close(sa[0]);
+	close(sa[1]);
+	close(sb[0]);
+	close(sb[1]);
 }
 
 /* other events keep coming: the deferred ADD is applied within a few waits */
@@ -380,6 +435,7 @@ int main(void)
 	concurrent();
 	bad_args();
 	level_question_in_the_sleep();
+	del_hint();
 	setenv("UEPOLL_BATCH", "loop", 1);	/* the unfolded path */
 	applied_by_wait();
 	failures();

@@ -1426,7 +1426,8 @@ static int run_tcp(const char *be, int p, double *out)
 	fclose(sf);
 	if (waitpid(spid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fprintf(stderr, "tcp: server %s ended with status 0x%x\n", be, st);
-	if (!result[0] || !stats[0] || kv(result, "errors") != 0) {
+	/* the client's errors and the server's (a failed ADD, a read error) */
+	if (!result[0] || !stats[0] || kv(result, "errors") != 0 || kv(stats, "errors") != 0) {
 		fprintf(stderr, "tcp: %s: result '%s' stats '%s'\n", be, result, stats);
 		return -1;
 	}

@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,15 +56,25 @@
 #define LISTENER	UINT64_MAX
 #define REQMAX		1024
 
+/*
+ * gen: the connection's number among those its fd has had.  A library
+ * server's events carry it with the fd (conn_data()): an event of a
+ * registration whose DEL is still queued (-defer: uepoll_ctl_defer(3) says
+ * it may still report) can come after its fd was closed, and even after
+ * the number was taken by a new connection; it is stale, not the new
+ * connection's, and is counted and passed over.
+ */
 struct conn {
 	int len;
+	int open;
+	uint32_t gen;
 	char buf[REQMAX];
 };
 
 static volatile sig_atomic_t stop;
 static struct conn **conns;	/* by fd, allocated on first use */
 static int maxfd;
-static unsigned long requests, errors;
+static unsigned long requests, errors, stale;
 
 static const char ok_resp[] =
 	"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 18\r\n\r\n"
@@ -94,9 +105,45 @@ static struct conn *conn_of(int fd)
 		conns[fd] = malloc(sizeof(struct conn));
 		if (!conns[fd])
 			return NULL;
+		conns[fd]->gen = 0;
 	}
 	conns[fd]->len = 0;
+	conns[fd]->open = 1;
+	conns[fd]->gen++;
 	return conns[fd];
+}
+
+/* a library server's event data for connection fd */
+static uint64_t conn_data(int fd)
+{
+	return (uint64_t)conns[fd]->gen << 32 | (uint32_t)fd;
+}
+
+/* 1 when the connection data names is still open */
+static int conn_live(uint64_t data)
+{
+	int fd = (int)(uint32_t)data;
+	const struct conn *c = fd < maxfd ? conns[fd] : NULL;
+
+	return c && c->open && c->gen == (uint32_t)(data >> 32);
+}
+
+/* the connection an event's data names, or -1 when it is gone (stale) */
+static int conn_fd(uint64_t data)
+{
+	if (!conn_live(data)) {
+		stale++;
+		return -1;
+	}
+	return (int)(uint32_t)data;
+}
+
+/* connection fd is closed now (a DEL queued, or plain close) */
+static void conn_close(int fd)
+{
+	if (fd >= 0 && fd < maxfd && conns[fd])
+		conns[fd]->open = 0;
+	close(fd);
 }
 
 /*
@@ -217,8 +264,9 @@ static void changes_check(int r, const struct uepoll_change *c, int n)
 				c[i].op == EPOLL_CTL_ADD ? "ADD" : "DEL", c[i].fd,
 				strerror(-c[i].res));
 			errors++;
-			if (c[i].op == EPOLL_CTL_ADD)
-				close(c[i].fd);
+			/* the connection, unless it was closed since */
+			if (c[i].op == EPOLL_CTL_ADD && conn_live(c[i].ev.data.u64))
+				conn_close(c[i].fd);
 		}
 	}
 }
@@ -306,7 +354,7 @@ static void change(struct uepoll *u, int op, int fd, const struct epoll_event *e
 			chl[nch].ev = *ev;
 		nch++;
 		if (op == EPOLL_CTL_DEL)
-			close(fd);
+			conn_close(fd);
 		return;
 	}
 	r = uepoll_ctl(u, op, fd, (struct epoll_event *)ev);
@@ -316,7 +364,7 @@ static void change(struct uepoll *u, int op, int fd, const struct epoll_event *e
 		errors++;
 	}
 	if (op == EPOLL_CTL_DEL || r < 0)
-		close(fd);
+		conn_close(fd);
 }
 
 static int run_lib(unsigned bflags, long spin, int lfd, int level)
@@ -349,7 +397,7 @@ static int run_lib(unsigned bflags, long spin, int lfd, int level)
 		return 1;
 	}
 	while (!stop) {
-		int n;
+		int n, fd;
 
 		n = wait_pass(&u, evs, 256, 1000);
 		if (n == -EINTR)
@@ -368,22 +416,26 @@ static int run_lib(unsigned bflags, long spin, int lfd, int level)
 
 					if (cfd < 0)
 						break;
-					cev.data.fd = cfd;
+					cev.data.u64 = conn_data(cfd);
 					change(&u, EPOLL_CTL_ADD, cfd, &cev);
 				}
 				continue;
 			}
-			r = serve(evs[i].data.fd, !level);
+			fd = conn_fd(evs[i].data.u64);
+			if (fd < 0)
+				continue;
+			r = serve(fd, !level);
 			if (r < 0)
 				errors++;
 			if (r)
-				change(&u, EPOLL_CTL_DEL, evs[i].data.fd, NULL);
+				change(&u, EPOLL_CTL_DEL, fd, NULL);
 		}
 	}
 	flush_changes(&u);
 	uepoll_get_stats(&u, &st);
-	printf("STATS backend=%s requests=%lu errors=%lu wait_syscalls=%llu ctl_syscalls=%llu events=%llu "
-	       "sleeps=%llu event_syscalls=%llu waits=%llu\n", uepoll_backend_name(&u), requests, errors,
+	printf("STATS backend=%s requests=%lu errors=%lu stale=%lu wait_syscalls=%llu ctl_syscalls=%llu "
+	       "events=%llu sleeps=%llu event_syscalls=%llu waits=%llu\n", uepoll_backend_name(&u),
+	       requests, errors, stale,
 	       (unsigned long long)(st.syscalls - st.ctl_syscalls), (unsigned long long)st.ctl_syscalls,
 	       (unsigned long long)st.events, (unsigned long long)st.sleeps,
 	       (unsigned long long)st.syscalls, (unsigned long long)st.waits);
@@ -440,7 +492,7 @@ static int run_plain(int lfd)
 				if (r < 0)
 					errors++;
 				if (r)
-					close(evs[i].data.fd);	/* close removes it from the set */
+					conn_close(evs[i].data.fd);	/* close removes it from the set */
 			}
 		}
 	}
