@@ -145,6 +145,8 @@ check-host: deps
 	$(MAKE) check-tsan
 	$(MAKE) check-valgrind
 	$(MAKE) all
+	@# the uring backend's other setup (src/uring.c, "Setup flags")
+	@UEPOLL_BACKEND=uring UEPOLL_URING_SETUP=plain test/runner.sh --label uring-setup-plain $(B)
 	@test/runner.sh --label plain $(B) > $(B)/check-plain.log 2>&1; rc=$$?; \
 		cat $(B)/check-plain.log; exit $$rc
 

@@ -680,7 +680,7 @@ static int wait_more(struct uepoll *u, const struct uepoll_ops *ops,
 		     struct epoll_event *evs, int max, int timeout_ms)
 {
 	int64_t deadline = 0;
-	int ret, asked = 0;
+	int ret, asked = 0, spun = 0;
 
 	if (timeout_ms > 0)
 		deadline = now_ns() + (int64_t)timeout_ms * 1000000;
@@ -712,8 +712,18 @@ static int wait_more(struct uepoll *u, const struct uepoll_ops *ops,
 		ret = uepoll_harvest(u, evs, max);
 		if (ret != 0 || timeout_ms == 0)
 			return ret;
-		if (ops->ready && __uepoll_spin(u, ops->ready))
+		/*
+		 * A spin ends when ready() sees something; a harvest that then
+		 * finds nothing (an entry of a deleted registration; on uring,
+		 * task work that is another thread's) goes to the sleep, which
+		 * waits for what ready() saw, not to another spin that would
+		 * see it again at once and never reach the deadline.
+		 */
+		if (ops->ready && !spun && __uepoll_spin(u, ops->ready)) {
+			spun = 1;
 			continue;
+		}
+		spun = 0;
 		if (timeout_ms > 0) {
 			left = deadline - now_ns();
 			if (left <= 0) {

@@ -51,26 +51,28 @@
  * Locking: one mutex for the SQ and the slot table, taken by ctl and by a
  * harvest that found completions; the empty-CQ path takes no lock.
  *
- * Setup flags: CQSIZE only (README.md, "The io_uring backend").  A
- * poll's wake-up is finished by task work of the thread that submitted
- * it; without COOP_TASKRUN the kernel interrupts that thread with an IPI
- * when it runs in user space: a server thread busy between its system
- * calls took a reschedule IPI per wake-up (11 % of a libevent server's
- * samples on the 6.18 host, its rate 0.73x libevent's epoll).  With
- * COOP_TASKRUN (UEPOLL_URING_SETUP=coop) the work waits for that thread's
- * next kernel entry and TASKRUN_FLAG makes a harvest that finds the CQ
- * empty enter for it (need_enter below): the same server 1.03x, tcp
- * 1.07-1.21x epoll, wake latency p50 30.9 -> 10.4 us.  Not the default:
- * test/threads d) (a thread ADDs, then blocks in read(2) for good; the
- * harvester must still see the edge) hung once in 60 s under ASan with
- * it, the poll's task work waiting on the blocked submitter.  Until that
- * is understood the plain setup stays; 5.17 and 5.18, which lack
- * COOP_TASKRUN, get it when coop is asked for.  DEFER_TASKRUN defers
- * the work to the ring owner's io_uring_enter(), so every harvest would
+ * Setup flags: CQSIZE, COOP_TASKRUN and TASKRUN_FLAG (README.md, "The
+ * io_uring backend").  A poll's wake-up is finished by task work of the
+ * thread that submitted it.  Without COOP_TASKRUN the kernel interrupts
+ * that thread with an IPI when it runs in user space: a server thread
+ * busy between its system calls took a reschedule IPI per wake-up (11 %
+ * of a libevent server's samples on the 6.18 host, its rate 0.73x
+ * libevent's epoll).  With it the work waits for that thread's next
+ * kernel entry (a system call; an interrupt, the timer tick at the
+ * latest, for a thread that computes; a thread asleep in an
+ * interruptible wait is woken for it) and TASKRUN_FLAG makes a harvest
+ * that finds the CQ empty enter for it (taskrun_wanted()): the same
+ * server 1.03x, tcp 1.07-1.21x epoll, wake latency p50 30.9 -> 10.4 us.
+ * The flag is the ring's, not the thread's: taskrun_wanted() says how a
+ * harvest copes when it is another thread's (test/taskrun).  The cost:
+ * that enter is a system call where the IPI was none, about one per
+ * request in a busy server.  5.17 and 5.18 lack COOP_TASKRUN: setup
+ * falls back to the plain flags on EINVAL.  DEFER_TASKRUN defers the
+ * work to the ring owner's io_uring_enter(), so every harvest would
  * enter, and SINGLE_ISSUER forbids ctl from a second thread.
- * UEPOLL_URING_SETUP=plain|coop|defer (and UEPOLL_URING_CQ=<entries>)
- * exist for measurements and tests only; the suite passes under plain
- * and coop (UEPOLL_URING_SETUP=coop test/runner.sh build).
+ * UEPOLL_URING_SETUP=coop|plain|defer (and UEPOLL_URING_CQ=<entries>)
+ * exist for measurements and tests only; the suite passes under coop and
+ * plain (UEPOLL_URING_SETUP=plain test/runner.sh build).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -126,6 +128,7 @@ struct uring_priv {
 	uint32_t prestamp;	/* uring_level_sleep() calls */
 	int pre;		/* ... the last one's answers are for this harvest */
 	unsigned lazy_skips;	/* harvests that left recheck() (uepoll_set_lazy_poll()) */
+	int tr_stale;		/* IORING_SQ_TASKRUN outlived an enter: not ours (taskrun_wanted()) */
 	struct fdmap map;
 	uint32_t batch;
 	unsigned setup;		/* IORING_SETUP_* used */
@@ -141,11 +144,18 @@ static int setup_mode(void)
 {
 	const char *e = getenv("UEPOLL_URING_SETUP");
 
-	if (e && !strcmp(e, "coop"))
-		return SETUP_COOP;
+	if (e && !strcmp(e, "plain"))
+		return SETUP_PLAIN;
 	if (e && !strcmp(e, "defer"))
 		return SETUP_DEFER;
-	return SETUP_PLAIN;
+	return SETUP_COOP;
+}
+
+static void params_init(struct io_uring_params *prm, unsigned cq)
+{
+	memset(prm, 0, sizeof(*prm));
+	prm->flags = IORING_SETUP_CQSIZE;
+	prm->cq_entries = cq;
 }
 
 static int ring_setup(struct io_uring *ring, unsigned cq, unsigned *setup)
@@ -155,9 +165,7 @@ static int ring_setup(struct io_uring *ring, unsigned cq, unsigned *setup)
 	unsigned sq = cq < UEPOLL_AUX_MAX ? cq : UEPOLL_AUX_MAX;
 	int ret;
 
-	memset(&prm, 0, sizeof(prm));
-	prm.flags = IORING_SETUP_CQSIZE;
-	prm.cq_entries = cq;
+	params_init(&prm, cq);
 	switch (setup_mode()) {
 	case SETUP_COOP:
 		prm.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
@@ -170,9 +178,7 @@ static int ring_setup(struct io_uring *ring, unsigned cq, unsigned *setup)
 	ret = io_uring_queue_init_params(sq, ring, &prm);
 	if (ret == -EINVAL && (prm.flags & IORING_SETUP_COOP_TASKRUN)) {
 		/* 5.17, 5.18: no COOP_TASKRUN; the plain setup */
-		memset(&prm, 0, sizeof(prm));
-		prm.flags = IORING_SETUP_CQSIZE;
-		prm.cq_entries = cq;
+		params_init(&prm, cq);
 		ret = io_uring_queue_init_params(sq, ring, &prm);
 	}
 	if (ret < 0)
@@ -784,16 +790,39 @@ static int reap_cqe(struct uepoll *u, struct uring_priv *p, struct batch *b,
 }
 
 /*
+ * The flags of the SQ ring that ask a harvest to enter: overflowed CQEs
+ * always; IORING_SQ_TASKRUN (COOP_TASKRUN) unless it outlived an enter.
+ * The flag is the ring's, not a thread's: it stays set while task work
+ * of another submitting thread waits for that thread, and after the
+ * kernel cancelled an exited thread's polls from its fallback, which
+ * does not clear it (6.12 to 6.18).  Our enter cannot clear it then, so
+ * reap() marks it stale and harvests stop entering for it until it is
+ * seen clear.  Work of this thread that comes meanwhile runs at its next
+ * system call, the sleep at the latest (a signal-like notification ends
+ * it).  tr_stale is relaxed: a lost mark costs one enter, a stale mark
+ * one sleep's delay; nothing is published through it.
+ */
+static unsigned taskrun_wanted(struct uring_priv *p, unsigned kflags)
+{
+	int stale = __atomic_load_n(&p->tr_stale, __ATOMIC_RELAXED);
+
+	if (!stale)
+		return kflags & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN);
+	if (!(kflags & IORING_SQ_TASKRUN))
+		__atomic_store_n(&p->tr_stale, 0, __ATOMIC_RELAXED);
+	return kflags & IORING_SQ_CQ_OVERFLOW;
+}
+
+/*
  * Reap the CQ into the batch, caller holds p->lock: every completion up to
  * the tail; then, while the kernel flags overflowed CQEs or pending task
- * work, flush them into the CQ (a system call) and reap again, 10 passes
- * at most.  Stops at a full batch.
+ * work (taskrun_wanted()), flush them into the CQ (a system call) and reap
+ * again, 10 passes at most.  Stops at a full batch.
  */
 static void reap(struct uepoll *u, struct uring_priv *p, struct batch *b)
 {
 	struct io_uring *ring = &p->ring;
-	unsigned need_enter = IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN;
-	unsigned kflags;
+	unsigned kflags, entered = 0;
 	int full = 0, loops = 0;
 
 	for (;;) {
@@ -813,13 +842,31 @@ static void reap(struct uepoll *u, struct uring_priv *p, struct batch *b)
 		if (full || loops++ > 8)
 			break;
 		kflags = IO_URING_READ_ONCE(*ring->sq.kflags);
-		if (!(kflags & need_enter))
+		if (entered && !seen && (kflags & IORING_SQ_TASKRUN) &&
+		    !(kflags & IORING_SQ_CQ_OVERFLOW)) {
+			/* our enter ran no work of this ring: another thread's */
+			__atomic_store_n(&p->tr_stale, 1, __ATOMIC_RELAXED);
+			break;
+		}
+		kflags = taskrun_wanted(p, kflags);
+		/*
+		 * With completions in the batch, pending task work waits: if
+		 * it is ours it runs at our next system call, which a caller
+		 * with events to handle makes, and the next harvest takes
+		 * what it completes; an enter here would be one more call per
+		 * busy harvest.  An empty batch enters: it is why a caller
+		 * would sleep.
+		 */
+		if (b->cnt)
+			kflags &= ~IORING_SQ_TASKRUN;
+		if (!kflags)
 			break;
 		/* flush overflowed CQEs / run deferred task work */
 		if (kflags & IORING_SQ_CQ_OVERFLOW)
 			HSTAT(u, overflows, 1);
 		STAT_SYS(u);
 		io_uring_get_events(ring);
+		entered = 1;
 	}
 }
 
@@ -985,14 +1032,13 @@ static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 	struct uring_priv *p = u->priv;
 	struct io_uring *ring = &p->ring;
 	unsigned kflags = IO_URING_READ_ONCE(*ring->sq.kflags);
-	unsigned need_enter = IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN;
 	struct batch b = { .evs = evs, .slot = p->bslot, .max = max };
 	unsigned due;
 
 	HSTAT(u, harvests, 1);
 	/* the no-event fast path: no lock, no system call (nlvl: written
 	 * under the lock by this harvester or, cleared, by nobody else) */
-	if (!io_uring_cq_ready(ring) && !(kflags & need_enter) && !p->nlvl)
+	if (!io_uring_cq_ready(ring) && !taskrun_wanted(p, kflags) && !p->nlvl)
 		return 0;
 
 	pthread_mutex_lock(&p->lock);
@@ -1044,8 +1090,7 @@ static int uring_ready(struct uepoll *u)
 	struct uring_priv *p = u->priv;
 	unsigned kflags = IO_URING_READ_ONCE(*p->ring.sq.kflags);
 
-	return io_uring_cq_ready(&p->ring) ||
-	       (kflags & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN));
+	return io_uring_cq_ready(&p->ring) || taskrun_wanted(p, kflags);
 }
 
 /*

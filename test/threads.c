@@ -11,10 +11,9 @@
  *     generation (DEL or MOD returned before the harvest began);
  *  d) a thread ADDs a not-yet-ready fd and then blocks in read(2) for
  *     good: the harvester still sees the edge that comes later.  (On
- *     io_uring the poll's task work goes to the thread that submitted it:
- *     with IORING_SETUP_COOP_TASKRUN it would wait for that thread's next
- *     system call - for ever here - which is why the backend does not use
- *     that flag.)
+ *     io_uring the poll's task work goes to the thread that submitted it;
+ *     with IORING_SETUP_COOP_TASKRUN, the default setup, the kernel wakes
+ *     that thread from its interruptible sleep to run it.)
  */
 #include <pthread.h>
 #include "helpers.h"
