@@ -224,11 +224,48 @@ static int adapt_by_default(void)
 	return sched_getaffinity(0, sizeof(cpus), &cpus) || CPU_COUNT(&cpus) > 1;
 }
 
-/* UEPOLL_SPIN, UEPOLL_SPIN_ADAPT: the defaults of the budget and window */
+/*
+ * How many threads of the process may spin at once (__uepoll_spin()):
+ * UEPOLL_SPIN_THREADS, or the CPUs this thread may run on less one.  A
+ * spinner holds a CPU that what it waits for may need: the producer, or
+ * another event loop of the process.  memcached's 4 workers on 2 vCPUs,
+ * each spinning by itself, made 0.58-0.78x libevent's epoll in the guest
+ * (doc/BENCH.md).  A spin that finds them all taken is skipped: the wait
+ * sleeps at once, as with a budget of 0.  Read by the first uepoll_init()
+ * of the process: set by spin_threads_once(), -1 before.
+ */
+static int spin_threads = -1;
+static int spinners;		/* threads in __uepoll_spin()'s loop now */
+static pthread_once_t spin_threads_once_ = PTHREAD_ONCE_INIT;
+
+static void spin_threads_once(void)
+{
+	const char *e = getenv("UEPOLL_SPIN_THREADS");
+	cpu_set_t cpus;
+	unsigned long v;
+	char *end;
+	int m = 1;
+
+	if (e && *e) {
+		errno = 0;
+		v = strtoul(e, &end, 10);
+		m = *end || errno || e[0] == '-' || v > INT_MAX ? -2 : (int)v;
+	} else if (!sched_getaffinity(0, sizeof(cpus), &cpus)) {
+		m = CPU_COUNT(&cpus) - 1;
+	}
+	/* relaxed: pthread_once() orders it before every reader */
+	__atomic_store_n(&spin_threads, m, __ATOMIC_RELAXED);
+}
+
+/* UEPOLL_SPIN, UEPOLL_SPIN_ADAPT: the defaults of the budget and window;
+ * UEPOLL_SPIN_THREADS, once per process (-EINVAL at every init if bad) */
 static int env_spin(uint32_t *spin, uint32_t *max)
 {
 	int ret = env_checks("UEPOLL_SPIN", UEPOLL_SPIN_DEFAULT, spin);
 
+	pthread_once(&spin_threads_once_, spin_threads_once);
+	if (!ret && __atomic_load_n(&spin_threads, __ATOMIC_RELAXED) < 0)
+		ret = -EINVAL;
 	return ret ? ret : env_checks("UEPOLL_SPIN_ADAPT",
 				      adapt_by_default() ? UEPOLL_SPIN_ADAPT_DEFAULT : 0, max);
 }
@@ -1170,14 +1207,25 @@ int __uepoll_spin(struct uepoll *u, int (*ready)(struct uepoll *u))
 	__atomic_store_n(&u->spin_t0, t0, __ATOMIC_RELAXED);
 	if (!n)
 		return 0;
+	/* a place among the spinners (spin_threads_once()), or no spin and
+	 * no adapting the window to a sleep it did not choose; relaxed: a
+	 * count, nothing is published through it */
+	if (__atomic_add_fetch(&spinners, 1, __ATOMIC_RELAXED) >
+	    __atomic_load_n(&spin_threads, __ATOMIC_RELAXED)) {
+		__atomic_sub_fetch(&spinners, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&u->spin_t0, 0, __ATOMIC_RELAXED);
+		return 0;
+	}
 	HSTAT(u, spins, 1);
 	for (i = 0; i < n; i++) {
 		if (ready(u)) {
+			__atomic_sub_fetch(&spinners, 1, __ATOMIC_RELAXED);
 			__atomic_store_n(&u->spin_t0, 0, __ATOMIC_RELAXED);
 			return 1;
 		}
 		cpu_relax();
 	}
+	__atomic_sub_fetch(&spinners, 1, __ATOMIC_RELAXED);
 	if (t0 && n >= SPIN_GROW_START) {
 		/* the rate of checks: a moving average, 1/4 per spin */
 		uint64_t ps = (uint64_t)(now_ns() - t0) * 1000 / n;
