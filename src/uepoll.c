@@ -185,10 +185,11 @@ static int env_backend(unsigned *flags)
 }
 
 /*
- * A spin count from the environment variable name, 0 to UEPOLL_SPIN_MAX;
- * unset or empty: dflt.  -EINVAL if malformed.
+ * An unsigned number from the environment variable name, 0 to max;
+ * unset or empty: dflt.  -EINVAL if malformed (a sign, trailing
+ * characters, out of range): the rule of every UEPOLL_* number.
  */
-static int env_checks(const char *name, uint32_t dflt, uint32_t *out)
+static int env_uint(const char *name, uint32_t dflt, uint32_t max, uint32_t *out)
 {
 	const char *e = getenv(name);
 	unsigned long v;
@@ -199,7 +200,7 @@ static int env_checks(const char *name, uint32_t dflt, uint32_t *out)
 		return 0;
 	errno = 0;
 	v = strtoul(e, &end, 10);
-	if (*end || errno || e[0] == '-' || v > UEPOLL_SPIN_MAX)
+	if (*end || errno || e[0] == '-' || v > max)
 		return -EINVAL;
 	*out = (uint32_t)v;
 	return 0;
@@ -240,34 +241,29 @@ static pthread_once_t spin_threads_once_ = PTHREAD_ONCE_INIT;
 
 static void spin_threads_once(void)
 {
-	const char *e = getenv("UEPOLL_SPIN_THREADS");
 	cpu_set_t cpus;
-	unsigned long v;
-	char *end;
-	int m = 1;
+	uint32_t dflt = 1, m;
 
-	if (e && *e) {
-		errno = 0;
-		v = strtoul(e, &end, 10);
-		m = *end || errno || e[0] == '-' || v > INT_MAX ? -2 : (int)v;
-	} else if (!sched_getaffinity(0, sizeof(cpus), &cpus)) {
-		m = CPU_COUNT(&cpus) - 1;
-	}
+	if (!sched_getaffinity(0, sizeof(cpus), &cpus))
+		dflt = CPU_COUNT(&cpus) - 1;
 	/* relaxed: pthread_once() orders it before every reader */
-	__atomic_store_n(&spin_threads, m, __ATOMIC_RELAXED);
+	__atomic_store_n(&spin_threads,
+			 env_uint("UEPOLL_SPIN_THREADS", dflt, INT_MAX, &m) ? -2 : (int)m,
+			 __ATOMIC_RELAXED);
 }
 
 /* UEPOLL_SPIN, UEPOLL_SPIN_ADAPT: the defaults of the budget and window;
  * UEPOLL_SPIN_THREADS, once per process (-EINVAL at every init if bad) */
 static int env_spin(uint32_t *spin, uint32_t *max)
 {
-	int ret = env_checks("UEPOLL_SPIN", UEPOLL_SPIN_DEFAULT, spin);
+	int ret = env_uint("UEPOLL_SPIN", UEPOLL_SPIN_DEFAULT, UEPOLL_SPIN_MAX, spin);
 
 	pthread_once(&spin_threads_once_, spin_threads_once);
 	if (!ret && __atomic_load_n(&spin_threads, __ATOMIC_RELAXED) < 0)
 		ret = -EINVAL;
-	return ret ? ret : env_checks("UEPOLL_SPIN_ADAPT",
-				      adapt_by_default() ? UEPOLL_SPIN_ADAPT_DEFAULT : 0, max);
+	return ret ? ret : env_uint("UEPOLL_SPIN_ADAPT",
+				    adapt_by_default() ? UEPOLL_SPIN_ADAPT_DEFAULT : 0,
+				    UEPOLL_SPIN_MAX, max);
 }
 
 /*
