@@ -1195,6 +1195,7 @@ int __uepoll_spin(struct uepoll *u, int (*ready)(struct uepoll *u))
 	 * next spin phase; nothing else is published through it */
 	uint64_t i, n = __atomic_load_n(&u->spin, __ATOMIC_RELAXED);
 	int64_t t0 = 0;
+	int found = 0;
 
 	if (__atomic_load_n(&u->spin_max, __ATOMIC_RELAXED)) {
 		t0 = now_ns();
@@ -1213,16 +1214,16 @@ int __uepoll_spin(struct uepoll *u, int (*ready)(struct uepoll *u))
 		return 0;
 	}
 	HSTAT(u, spins, 1);
-	for (i = 0; i < n; i++) {
-		if (ready(u)) {
-			__atomic_sub_fetch(&spinners, 1, __ATOMIC_RELAXED);
-			__atomic_store_n(&u->spin_t0, 0, __ATOMIC_RELAXED);
-			return 1;
-		}
-		cpu_relax();
+	for (i = 0; i < n && !found; i++) {
+		found = ready(u);
+		if (!found)
+			cpu_relax();
 	}
 	__atomic_sub_fetch(&spinners, 1, __ATOMIC_RELAXED);
-	if (t0 && n >= SPIN_GROW_START) {
+	if (found) {
+		/* not a sleep: spin_woke() leaves the window alone */
+		__atomic_store_n(&u->spin_t0, 0, __ATOMIC_RELAXED);
+	} else if (t0 && n >= SPIN_GROW_START) {
 		/* the rate of checks: a moving average, 1/4 per spin */
 		uint64_t ps = (uint64_t)(now_ns() - t0) * 1000 / n;
 		uint32_t old = __atomic_load_n(&u->spin_check_ps, __ATOMIC_RELAXED);
@@ -1231,7 +1232,7 @@ int __uepoll_spin(struct uepoll *u, int (*ready)(struct uepoll *u))
 		__atomic_store_n(&u->spin_check_ps, ps > UINT32_MAX ? UINT32_MAX : (uint32_t)ps,
 				 __ATOMIC_RELAXED);
 	}
-	return 0;
+	return found;
 }
 
 /* a sleep after a spin phase ended: adapt the window to how long it was */
