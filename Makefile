@@ -107,6 +107,11 @@ $(B)/test/eproto: test/eproto.c test/helpers.h $(ALIB) src/include/uepoll.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(PROG_LDFLAGS) -Wl,--wrap=mmap -Wl,--wrap=munmap -o $@ $< $(ALIB) $(LIBS)
 
+# spin_rate calls the library's internal __uepoll_spin(): the static one
+$(B)/test/spin_rate: test/spin_rate.c test/helpers.h $(ALIB) src/include/uepoll.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(PROG_LDFLAGS) -o $@ $< $(ALIB) $(LIBS)
+
 # tests of the native backend against a kernel forged in the process
 # (test/fake_kernel.h): the library's open, syscall, mmap and epoll_wait
 # land in the test (ld --wrap), so the static library, as for eproto
