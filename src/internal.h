@@ -120,6 +120,8 @@ int __uepoll_ctl_check(struct uepoll *u, int op, int fd, const struct epoll_even
 
 /* uepoll_drained(): the poll bits a hint for events covers */
 uint32_t __uepoll_drained_bits(uint32_t events) __hidden;
+/* UEPOLL_* numbers: 0, or -EINVAL if malformed (uepoll.c) */
+int __uepoll_env_uint(const char *name, uint32_t dflt, uint32_t max, uint32_t *out) __hidden;
 /* 0 pollable kind of file, -EPERM regular file or directory, -EBADF */
 int __uepoll_fd_kind(struct uepoll *u, int fd) __hidden;
 

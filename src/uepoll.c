@@ -187,9 +187,10 @@ static int env_backend(unsigned *flags)
 /*
  * An unsigned number from the environment variable name, 0 to max;
  * unset or empty: dflt.  -EINVAL if malformed (a sign, trailing
- * characters, out of range): the rule of every UEPOLL_* number.
+ * characters, out of range): the rule of every UEPOLL_* number (also
+ * uring.c's UEPOLL_URING_CQ).
  */
-static int env_uint(const char *name, uint32_t dflt, uint32_t max, uint32_t *out)
+int __uepoll_env_uint(const char *name, uint32_t dflt, uint32_t max, uint32_t *out)
 {
 	const char *e = getenv(name);
 	unsigned long v;
@@ -248,7 +249,7 @@ static void spin_threads_once(void)
 		dflt = CPU_COUNT(&cpus) - 1;
 	/* relaxed: pthread_once() orders it before every reader */
 	__atomic_store_n(&spin_threads,
-			 env_uint("UEPOLL_SPIN_THREADS", dflt, INT_MAX, &m) ? -2 : (int)m,
+			 __uepoll_env_uint("UEPOLL_SPIN_THREADS", dflt, INT_MAX, &m) ? -2 : (int)m,
 			 __ATOMIC_RELAXED);
 }
 
@@ -256,12 +257,12 @@ static void spin_threads_once(void)
  * UEPOLL_SPIN_THREADS, once per process (-EINVAL at every init if bad) */
 static int env_spin(uint32_t *spin, uint32_t *max)
 {
-	int ret = env_uint("UEPOLL_SPIN", UEPOLL_SPIN_DEFAULT, UEPOLL_SPIN_MAX, spin);
+	int ret = __uepoll_env_uint("UEPOLL_SPIN", UEPOLL_SPIN_DEFAULT, UEPOLL_SPIN_MAX, spin);
 
 	pthread_once(&spin_threads_once_, spin_threads_once);
 	if (!ret && __atomic_load_n(&spin_threads, __ATOMIC_RELAXED) < 0)
 		ret = -EINVAL;
-	return ret ? ret : env_uint("UEPOLL_SPIN_ADAPT",
+	return ret ? ret : __uepoll_env_uint("UEPOLL_SPIN_ADAPT",
 				    adapt_by_default() ? UEPOLL_SPIN_ADAPT_DEFAULT : 0,
 				    UEPOLL_SPIN_MAX, max);
 }

@@ -71,7 +71,8 @@
  * work to the ring owner's io_uring_enter(), so every harvest would
  * enter, and SINGLE_ISSUER forbids ctl from a second thread.
  * UEPOLL_URING_SETUP=coop|plain|defer (and UEPOLL_URING_CQ=<entries>)
- * exist for measurements and tests only; the suite passes under coop and
+ * exist for measurements and tests only (another value: EINVAL at init,
+ * setup_mode(), cq_size()); the suite passes under coop and
  * plain (UEPOLL_URING_SETUP=plain test/runner.sh build).
  */
 #ifndef _GNU_SOURCE
@@ -140,15 +141,19 @@ struct uring_priv {
 
 enum { SETUP_PLAIN, SETUP_COOP, SETUP_DEFER };
 
+/* UEPOLL_URING_SETUP: unset or empty, coop; plain; defer; else -EINVAL
+ * (a knob for measurements: a typo must not measure the default) */
 static int setup_mode(void)
 {
 	const char *e = getenv("UEPOLL_URING_SETUP");
 
-	if (e && !strcmp(e, "plain"))
+	if (!e || !*e || !strcmp(e, "coop"))
+		return SETUP_COOP;
+	if (!strcmp(e, "plain"))
 		return SETUP_PLAIN;
-	if (e && !strcmp(e, "defer"))
+	if (!strcmp(e, "defer"))
 		return SETUP_DEFER;
-	return SETUP_COOP;
+	return -EINVAL;
 }
 
 static void params_init(struct io_uring_params *prm, unsigned cq)
@@ -158,7 +163,7 @@ static void params_init(struct io_uring_params *prm, unsigned cq)
 	prm->cq_entries = cq;
 }
 
-static int ring_setup(struct io_uring *ring, unsigned cq, unsigned *setup)
+static int ring_setup(struct io_uring *ring, unsigned cq, int mode, unsigned *setup)
 {
 	struct io_uring_params prm;
 	/* room for a batch of changes (UEPOLL_AUX_MAX) in one submit */
@@ -166,7 +171,7 @@ static int ring_setup(struct io_uring *ring, unsigned cq, unsigned *setup)
 	int ret;
 
 	params_init(&prm, cq);
-	switch (setup_mode()) {
+	switch (mode) {
 	case SETUP_COOP:
 		prm.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
 		break;
@@ -194,12 +199,15 @@ static int ring_setup(struct io_uring *ring, unsigned cq, unsigned *setup)
 	return 0;
 }
 
-/* io_uring_setup refused (EPERM: seccomp, io_uring_disabled; ENOSYS) */
+/* io_uring_setup refused (EPERM: seccomp, io_uring_disabled; ENOSYS).
+ * A malformed UEPOLL_URING_SETUP is not the kernel's answer: the probe
+ * takes the default, and uring_init() says EINVAL */
 static int uring_probe(void)
 {
 	struct io_uring ring;
 	unsigned setup;
-	int ret = ring_setup(&ring, 4, &setup);
+	int mode = setup_mode();
+	int ret = ring_setup(&ring, 4, mode < 0 ? SETUP_COOP : mode, &setup);
 
 	if (ret == 0)
 		io_uring_queue_exit(&ring);
@@ -235,23 +243,26 @@ static int uring_pass_over(void)
 	return ret;
 }
 
-static unsigned cq_size(unsigned n)
+/* the CQ's entries: UEPOLL_URING_CQ (1 to 65536; else -EINVAL), or
+ * four per registration, 1024 to 65536 */
+static int cq_size(unsigned n, unsigned *cq)
 {
-	const char *e = getenv("UEPOLL_URING_CQ");
-	unsigned cq = 1024;
+	uint32_t v;
 
-	if (e && atoi(e) > 0)
-		return (unsigned)atoi(e);
-	while (cq < 4 * n && cq < 65536)
-		cq <<= 1;
-	return cq;
+	*cq = 1024;
+	while (*cq < 4 * n && *cq < 65536)
+		*cq <<= 1;
+	if (__uepoll_env_uint("UEPOLL_URING_CQ", *cq, 65536, &v) || !v)
+		return -EINVAL;
+	*cq = v;
+	return 0;
 }
 
 static int uring_init(struct uepoll *u, unsigned n, unsigned flags)
 {
 	struct uring_priv *p = calloc(1, sizeof(*p));
-	unsigned i;
-	int ret;
+	unsigned i, cq;
+	int ret, mode;
 
 	if (!p)
 		return -ENOMEM;
@@ -273,8 +284,14 @@ static int uring_init(struct uepoll *u, unsigned n, unsigned flags)
 		p->freel[i] = n - 1 - i;	/* lowest slot first */
 	}
 	p->nfree = n;
+	ret = cq_size(n, &cq);
+	mode = setup_mode();
+	if (ret < 0 || mode < 0) {
+		ret = -EINVAL;
+		goto fail;
+	}
 	STAT_SYS(u);
-	ret = ring_setup(&p->ring, cq_size(n), &p->setup);
+	ret = ring_setup(&p->ring, cq, mode, &p->setup);
 	if (ret < 0)
 		goto fail;
 	p->skip = IOSQE_CQE_SKIP_SUCCESS;

@@ -60,6 +60,69 @@ static void auto_child(int native, const char *uring_auto)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* UEPOLL_URING_SETUP, UEPOLL_URING_CQ: a malformed value is EINVAL too,
+ * with nothing kept and errno untouched (measurement knobs: a typo must
+ * not measure the default) */
+static void uring_knobs(void)
+{
+	static const char *const bad_setup[] = { "plian", "COOP", "coop ", "1" };
+	static const char *const bad_cq[] = { "0", "x", "-4", "12a", "65537", "99999999999" };
+	static const char *const good_cq[] = { "4", "65536", "" };
+	const char *had = getenv("UEPOLL_URING_SETUP");
+	char *keep = had ? strdup(had) : NULL;
+	int fds0 = count_fds();
+	struct uepoll u;
+	unsigned i;
+
+	if (uepoll_backend_probe(UEPOLL_BACKEND_URING) != 0)
+		return;
+	for (i = 0; i < sizeof(bad_setup) / sizeof(bad_setup[0]); i++) {
+		setenv("UEPOLL_URING_SETUP", bad_setup[i], 1);
+		errno = 1234;
+		CHECK_EQ(uepoll_init(&u, 4, UEPOLL_BACKEND_URING), -EINVAL);
+		CHECK_EQ(errno, 1234);
+	}
+	setenv("UEPOLL_URING_SETUP", "plain", 1);
+	CHECK_EQ(uepoll_init(&u, 4, UEPOLL_BACKEND_URING), 0);
+	uepoll_exit(&u);
+	setenv("UEPOLL_URING_SETUP", "coop", 1);
+	CHECK_EQ(uepoll_init(&u, 4, UEPOLL_BACKEND_URING), 0);
+	uepoll_exit(&u);
+	unsetenv("UEPOLL_URING_SETUP");
+	for (i = 0; i < sizeof(bad_cq) / sizeof(bad_cq[0]); i++) {
+		setenv("UEPOLL_URING_CQ", bad_cq[i], 1);
+		errno = 1234;
+		CHECK_EQ(uepoll_init(&u, 4, UEPOLL_BACKEND_URING), -EINVAL);
+		CHECK_EQ(errno, 1234);
+	}
+	for (i = 0; i < sizeof(good_cq) / sizeof(good_cq[0]); i++) {
+		setenv("UEPOLL_URING_CQ", good_cq[i], 1);
+		CHECK_EQ(uepoll_init(&u, 4, UEPOLL_BACKEND_URING), 0);
+		uepoll_exit(&u);
+	}
+	unsetenv("UEPOLL_URING_CQ");
+	/* where auto would take uring, the typo is EINVAL there too (a child:
+	 * the choice is made once per process) */
+	if (!t_native_feature()) {
+		pid_t pid = fork();
+		int st;
+
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			setenv("UEPOLL_URING_AUTO", "1", 1);
+			setenv("UEPOLL_URING_SETUP", "plian", 1);
+			CHECK_EQ(uepoll_init(&u, 4, 0), -EINVAL);
+			_exit(0);
+		}
+		CHECK(waitpid(pid, &st, 0) == pid);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	if (keep)
+		setenv("UEPOLL_URING_SETUP", keep, 1);
+	free(keep);
+	CHECK_EQ(count_fds(), fds0);
+}
+
 int main(void)
 {
 	struct uepoll u;
@@ -123,6 +186,7 @@ int main(void)
 	}
 	/* auto: native first where the kernel has it */
 	unsetenv("UEPOLL_BACKEND");
+	uring_knobs();
 	CHECK_EQ(uepoll_init(&u, 4, 0), 0);
 	if (native)
 		CHECK_EQ(uepoll_backend(&u), UEPOLL_BACKEND_NATIVE);
