@@ -260,10 +260,15 @@ static int cq_size(unsigned n, unsigned *cq)
 
 static int uring_init(struct uepoll *u, unsigned n, unsigned flags)
 {
-	struct uring_priv *p = calloc(1, sizeof(*p));
+	struct uring_priv *p;
 	unsigned i, cq;
 	int ret, mode;
 
+	/* the knobs first: a malformed one costs no allocation */
+	mode = setup_mode();
+	if (cq_size(n, &cq) < 0 || mode < 0)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->slots = calloc(n, sizeof(*p->slots));
@@ -284,12 +289,6 @@ static int uring_init(struct uepoll *u, unsigned n, unsigned flags)
 		p->freel[i] = n - 1 - i;	/* lowest slot first */
 	}
 	p->nfree = n;
-	ret = cq_size(n, &cq);
-	mode = setup_mode();
-	if (ret < 0 || mode < 0) {
-		ret = -EINVAL;
-		goto fail;
-	}
 	STAT_SYS(u);
 	ret = ring_setup(&p->ring, cq, mode, &p->setup);
 	if (ret < 0)
