@@ -62,6 +62,11 @@
  *           -R REPEATS (default 5)  -E ENV (label of the last CSV column;
  *           default guest where the kernel has EPOLL_USERPOLL, else host)
  *           -s SPIN (spin budget for sat/sparse/tcp; default: library's)
+ *   UEPOLL_BENCH_PIN=S,C: the server of tcp, bench_http and memcached on
+ *           CPU S, its load client on CPU C (default: unpinned, as make
+ *           bench runs them).  For experiments: pinned, a server sleeps
+ *           more often, and CPU 0 is not CPU 1 under TCG, so pinning is
+ *           another workload, not a quieter one (doc/BENCH.md, stop 28).
  *
  * Nothing here passes or fails on a figure: exit 0 when every run
  * completed, 1 when one could not (error printed), 2 on bad arguments.
@@ -1290,8 +1295,48 @@ static void find_tooldir(void)
 		strcpy(tooldir, ".");
 }
 
+/*
+ * UEPOLL_BENCH_PIN=S,C: the servers of the tcp, bench_http and memcached
+ * scenarios run on CPU S, their load clients on CPU C (sched_setaffinity()
+ * in the child, before exec).  Unset: where the scheduler puts them.
+ */
+enum { ROLE_SERVER, ROLE_CLIENT };
+static int pin_cpu[2] = { -1, -1 };
+
+static void pin_parse(void)
+{
+	const char *e = getenv("UEPOLL_BENCH_PIN");
+	int s, c;
+
+	if (!e || !*e)
+		return;
+	if (sscanf(e, "%d,%d", &s, &c) != 2 || s < 0 || c < 0 || s >= CPU_SETSIZE ||
+	    c >= CPU_SETSIZE) {
+		fprintf(stderr, "%s: UEPOLL_BENCH_PIN: want S,C (two CPU numbers), not '%s'\n",
+			tool_prog, e);
+		exit(2);
+	}
+	pin_cpu[ROLE_SERVER] = s;
+	pin_cpu[ROLE_CLIENT] = c;
+}
+
+/* in a child: onto its role's CPU, if asked; 127 if that fails */
+static void pin_child(int role)
+{
+	cpu_set_t set;
+
+	if (pin_cpu[role] < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(pin_cpu[role], &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+		fprintf(stderr, "sched_setaffinity(CPU %d): %s\n", pin_cpu[role], strerror(errno));
+		_exit(127);
+	}
+}
+
 /* fork+exec argv with stdout to a pipe; *rfp: the pipe's read end */
-static pid_t spawn(char *const argv[], FILE **rfp)
+static pid_t spawn(char *const argv[], int role, FILE **rfp)
 {
 	int pfd[2];
 	pid_t pid;
@@ -1308,6 +1353,7 @@ static pid_t spawn(char *const argv[], FILE **rfp)
 		return -1;
 	}
 	if (pid == 0) {
+		pin_child(role);
 		if (dup2(pfd[1], 1) < 0)
 			_exit(127);
 		execv(argv[0], argv);
@@ -1366,7 +1412,7 @@ static pid_t tcp_server(const char *be, int m, FILE **sf, int *port)
 	argv[na++] = (char *)"-p";
 	argv[na++] = (char *)"0";
 	argv[na] = NULL;
-	pid = spawn(argv, sf);
+	pid = spawn(argv, ROLE_SERVER, sf);
 	*port = -1;
 	if (pid < 0)
 		return -1;
@@ -1390,7 +1436,7 @@ static int tcp_client(int port, char *result)
 	snprintf(portbuf, sizeof(portbuf), "%d", port);
 	snprintf(cbuf, sizeof(cbuf), "%ld", tcp_conns);
 	snprintf(nbuf, sizeof(nbuf), "%ld", tcp_requests);
-	pid = spawn(argv, &cf);
+	pid = spawn(argv, ROLE_CLIENT, &cf);
 	if (pid < 0)
 		return -1;
 	while (fgets(line, sizeof(line), cf))
@@ -1547,7 +1593,8 @@ static void libevent_env(const char *be)
 static int le_drop_root;
 
 /* fork+exec argv for backend be, stdout and stderr to one pipe (*rfp) */
-static pid_t spawn_le(char *const argv[], const char *be, const char *libdir, FILE **rfp)
+static pid_t spawn_le(char *const argv[], const char *be, int role, const char *libdir,
+		      FILE **rfp)
 {
 	int pfd[2];
 	pid_t pid;
@@ -1556,6 +1603,7 @@ static pid_t spawn_le(char *const argv[], const char *be, const char *libdir, FI
 		return perror("pipe"), -1;
 	pid = fork();
 	if (pid == 0) {
+		pin_child(role);
 		libevent_env(be);
 		if (libdir)
 			setenv("LD_LIBRARY_PATH", libdir, 1);
@@ -1753,7 +1801,7 @@ static int bh_client(const char *dir, double *rps, double *lat, double *errors)
 	int st;
 
 	snprintf(cli, sizeof(cli), "%s/bench_httpclient", dir);
-	pid = spawn_le(argv, "stock-epoll", NULL, &cf);
+	pid = spawn_le(argv, "stock-epoll", ROLE_CLIENT, NULL, &cf);
 	if (pid < 0)
 		return -1;
 	*errors = 0;
@@ -1788,7 +1836,7 @@ static int run_bench_http(const char *be, int p, double *out)
 		return -1;
 	snprintf(srv, sizeof(srv), "%s/bench_http", dir);
 	port_free_wait(8080);
-	spid = spawn_le(argv, be, NULL, &sf);
+	spid = spawn_le(argv, be, ROLE_SERVER, NULL, &sf);
 	if (spid < 0)
 		return -1;
 	if (le_ready(sf, be, "Serving ") < 0) {
@@ -1864,7 +1912,7 @@ static int mc_memcaslap(int port, double *ops, double *errors)
 	snprintf(thr, sizeof(thr), "2");
 	snprintf(conc, sizeof(conc), "%ld", mc_conc);
 	snprintf(secs, sizeof(secs), "%gs", mc_seconds);
-	pid = spawn_le(argv, "stock-epoll", NULL, &cf);
+	pid = spawn_le(argv, "stock-epoll", ROLE_CLIENT, NULL, &cf);
 	if (pid < 0)
 		return -1;
 	*ops = -1;
@@ -1983,6 +2031,7 @@ static int mc_builtin(int port, double *ops, double *errors)
 		struct ml_conn *cs = calloc((size_t)mc_conc, sizeof(*cs));
 		int ep = epoll_create1(EPOLL_CLOEXEC);
 
+		pin_child(ROLE_CLIENT);
 		if (cs && ep >= 0)
 			ml_loop(port, ep, cs, mc_conc, &res[0], &res[1]);
 		else
@@ -2041,7 +2090,7 @@ static int run_memcached(const char *be, int p, double *out)
 		argv[0] = (char *)mc;
 		argv[11] = NULL;	/* no -u: not root */
 	}
-	spid = spawn_le(argv, be, le_drop_root ? NULL : libdir, &sf);
+	spid = spawn_le(argv, be, ROLE_SERVER, le_drop_root ? NULL : libdir, &sf);
 	le_drop_root = 0;
 	if (spid < 0)
 		return -1;
@@ -2406,6 +2455,7 @@ int main(int argc, char **argv)
 	if (!bn.sc)
 		usage();
 	parse_args(&bn, argc, argv, &blist);
+	pin_parse();
 	for (bn.nm = 0; bn.sc->metrics[bn.nm].name; bn.nm++)
 		;
 	if (!env_label)
