@@ -2248,7 +2248,7 @@ static const struct scenario scenarios[] = {
 			"(EVENT_UEPOLL_DEFER, libevent/README.md).",
 		.host = { { "-R 5" }, { "-R 5 -D" } },
 		.host_quick = { { "-R 2" } },
-		.guest = { { "-R 3", 1800 }, { "-R 3 -D", 1800 } },
+		.guest = { { "-R 5", 1800 }, { "-R 5 -D", 1800 } },
 		.guest_quick = { { "-R 1", 900 } },
 	}, {
 		.name = "memcached", .warmup = 1, .opts = "t:c:d:D",
@@ -2271,7 +2271,7 @@ static const struct scenario scenarios[] = {
 			"-D (config defer): as bench_http's.",
 		.host = { { "-R 5 -t 4 -c 64 -d 5" }, { "-R 5 -t 4 -c 64 -d 5 -D" } },
 		.host_quick = { { "-R 2 -t 4 -c 64 -d 2" } },
-		.guest = { { "-R 3 -t 4 -c 64 -d 5", 900 }, { "-R 3 -t 4 -c 64 -d 5 -D", 900 } },
+		.guest = { { "-R 5 -t 4 -c 64 -d 5", 900 }, { "-R 5 -t 4 -c 64 -d 5 -D", 900 } },
 		.guest_quick = { { "-R 1 -t 4 -c 64 -d 2", 300 } },
 	},
 };
