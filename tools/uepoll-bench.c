@@ -1386,6 +1386,18 @@ static double kv(const char *line, const char *key)
 	return -1;
 }
 
+/*
+ * A server's CPU time, user and system, in microseconds, from the
+ * rusage wait4() gives for it: all its threads, from exec to exit.  What
+ * the server spends; a run's req/s also follows how the scheduler shares
+ * the machine's CPUs between the server and its client (doc/BENCH.md).
+ */
+static double ru_cpu_us(const struct rusage *ru)
+{
+	return (double)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1e6 +
+	       (double)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec);
+}
+
 /* uepoll-httpd for backend be (a library backend, or epoll-lt) in mode m; its port in *port */
 static pid_t tcp_server(const char *be, int m, FILE **sf, int *port)
 {
@@ -1451,6 +1463,7 @@ static int tcp_client(int port, char *result)
 static int run_tcp(const char *be, int p, double *out)
 {
 	char line[512], stats[512] = "", result[512] = "";
+	struct rusage ru;
 	FILE *sf = NULL;
 	pid_t spid;
 	int port, st;
@@ -1470,8 +1483,10 @@ static int run_tcp(const char *be, int p, double *out)
 				snprintf(stats, sizeof(stats), "%s", line);
 	}
 	fclose(sf);
-	if (waitpid(spid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+	if (wait4(spid, &st, 0, &ru) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "tcp: server %s ended with status 0x%x\n", be, st);
+		return -1;
+	}
 	/* the client's errors and the server's (a failed ADD, a read error) */
 	if (!result[0] || !stats[0] || kv(result, "errors") != 0 || kv(stats, "errors") != 0) {
 		fprintf(stderr, "tcp: %s: result '%s' stats '%s'\n", be, result, stats);
@@ -1486,6 +1501,7 @@ static int run_tcp(const char *be, int p, double *out)
 	out[3] = req > 0 ? 1000.0 * kv(stats, "wait_syscalls") / req : 0;
 	out[4] = req > 0 ? 1000.0 * kv(stats, "ctl_syscalls") / req : 0;
 	out[5] = req > 0 ? kv(stats, "event_syscalls") / req : 0;
+	out[6] = req > 0 ? ru_cpu_us(&ru) / req : 0;
 	return 0;
 }
 
@@ -1533,6 +1549,7 @@ static const struct metric tcp_metrics[] = {
 	{ "wait_syscalls_per_1000req", "syscalls/1000 requests", LOWER, 1, NULL, 0 },
 	{ "ctl_syscalls_per_1000req", "syscalls/1000 requests", LOWER, 1, NULL, 0 },
 	{ "event_syscalls_per_req", "syscalls/request", LOWER, 1, NULL, 0 },
+	{ "server_cpu_us_per_req", "us", LOWER, 1, NULL, 0 },
 	{ NULL }
 };
 
@@ -1707,9 +1724,13 @@ static int le_ready(FILE *sf, const char *be, const char *ready)
 	return method && lib ? 0 : -1;
 }
 
-/* SIGTERM the server, read to its end: the UEPOLL_STATS syscalls summed (-1: none) */
-static double le_stop(pid_t spid, FILE *sf, const char *be)
+/*
+ * SIGTERM the server, read to its end: the UEPOLL_STATS syscalls summed
+ * (-1: none); its CPU time in *cpu_us (ru_cpu_us(); -1 if it failed)
+ */
+static double le_stop(pid_t spid, FILE *sf, const char *be, double *cpu_us)
 {
+	struct rusage ru;
 	char line[512];
 	double sys = -1;
 	int st;
@@ -1722,8 +1743,11 @@ static double le_stop(pid_t spid, FILE *sf, const char *be)
 			fprintf(stderr, "#   server: %s", line);
 		}
 	fclose(sf);
-	if (waitpid(spid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+	*cpu_us = -1;
+	if (wait4(spid, &st, 0, &ru) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fprintf(stderr, "%s: server (%s) ended with status 0x%x\n", tool_prog, be, st);
+	else
+		*cpu_us = ru_cpu_us(&ru);
 	return strcmp(be, "stock-epoll") ? sys : -1;
 }
 
@@ -1731,10 +1755,12 @@ static double le_stop(pid_t spid, FILE *sf, const char *be)
  * SIGTERM the server and read all it wrote: -2 if it did not run the
  * backend asked for (le_ready()'s test on the whole output), else the
  * UEPOLL_STATS system calls summed over its instances (-1: none), and in
- * *nstats how many instances reported them.
+ * *nstats how many instances reported them; its CPU time in *cpu_us
+ * (ru_cpu_us(); -1 if wait4() failed).
  */
-static double le_stop_checked(pid_t spid, FILE *sf, const char *be, int *nstats)
+static double le_stop_checked(pid_t spid, FILE *sf, const char *be, int *nstats, double *cpu_us)
 {
+	struct rusage ru;
 	char line[512], want[64];
 	int stock = !strcmp(be, "stock-epoll"), method = 0, lib = stock;
 	double sys = -1;
@@ -1754,7 +1780,7 @@ static double le_stop_checked(pid_t spid, FILE *sf, const char *be, int *nstats)
 		}
 	}
 	fclose(sf);
-	waitpid(spid, NULL, 0);
+	*cpu_us = wait4(spid, NULL, 0, &ru) < 0 ? -1 : ru_cpu_us(&ru);
 	if (!method || !lib) {
 		fprintf(stderr, "%s: the server did not run libevent's %s backend%s%s\n", tool_prog,
 			stock ? "epoll" : "uepoll", stock ? "" : " on the library's ", stock ? "" : be);
@@ -1826,7 +1852,7 @@ static int run_bench_http(const char *be, int p, double *out)
 	char *argv[] = { srv, (char *)"-p", (char *)"8080", NULL };
 	char perf_out[] = "/tmp/uepoll-bench-perf-XXXXXX";
 	const char *dir = libevent_dir();
-	double sys, psys;
+	double sys, psys, cpu;
 	FILE *sf;
 	pid_t spid, pp;
 	int r, tfd;
@@ -1841,7 +1867,7 @@ static int run_bench_http(const char *be, int p, double *out)
 		return -1;
 	if (le_ready(sf, be, "Serving ") < 0) {
 		kill(spid, SIGKILL);
-		le_stop(spid, sf, be);
+		le_stop(spid, sf, be, &cpu);
 		return -1;
 	}
 	tfd = mkstemp(perf_out);
@@ -1850,12 +1876,13 @@ static int run_bench_http(const char *be, int p, double *out)
 	pp = perf_start(spid, perf_out);
 	r = bh_client(dir, &out[0], &out[1], &out[2]);
 	psys = perf_stop(pp, perf_out);
-	sys = le_stop(spid, sf, be);
+	sys = le_stop(spid, sf, be, &cpu);
 	if (tfd >= 0)
 		unlink(perf_out);
 	if (psys >= 0)
 		sys = psys;
 	out[3] = sys >= 0 && r == 0 ? sys / (double)bh_requests : -1;
+	out[4] = cpu >= 0 && r == 0 ? cpu / (double)bh_requests : -1;
 	return r;
 }
 
@@ -1881,6 +1908,7 @@ static const struct metric bh_metrics[] = {
 	{ "lat_ms", "ms", LOWER, 1, "ratio", 2 },
 	{ "errors", "errors", LOWER, 1, NULL, 0 },
 	{ "event_syscalls_per_req", "syscalls/request", LOWER, 1, NULL, 0 },
+	{ "server_cpu_us_per_req", "us", LOWER, 1, NULL, 0 },
 	{ NULL }
 };
 
@@ -2074,7 +2102,7 @@ static int run_memcached(const char *be, int p, double *out)
 			 (char *)"64", (char *)"-u", (char *)"root", NULL };
 	const char *dir = libevent_dir();
 	int port = 20000 + (int)(getpid() % 20000), r = -1, tfd, nstats;
-	double psys, sys, ops = 0;
+	double psys, sys, cpu, ops = 0;
 	FILE *sf;
 	pid_t spid, pp;
 
@@ -2105,11 +2133,14 @@ static int run_memcached(const char *be, int p, double *out)
 		out[2] = psys >= 0 && ops > 0 ? psys / (ops * mc_seconds) : -1;
 	}
 	/* its backend: libevent prints the method for every base it makes */
-	sys = le_stop_checked(spid, sf, be, &nstats);
+	sys = le_stop_checked(spid, sf, be, &nstats, &cpu);
 	if (sys == -2)
 		r = -1;
 	else if (out[2] < 0 && sys >= 0 && ops > 0 && nstats > mc_threads)
 		out[2] = sys / (ops * mc_seconds);	/* every base's (workers and main) */
+	/* the server's whole life: its start and end are small next to
+	 * mc_seconds of load */
+	out[3] = cpu >= 0 && ops > 0 ? cpu / (ops * mc_seconds) : -1;
 	return r;
 }
 
@@ -2135,6 +2166,7 @@ static const struct metric mc_metrics[] = {
 	{ "ops_per_s", "ops/s", HIGHER, 1, "ratio", 1 },
 	{ "errors", "errors", LOWER, 1, NULL, 0 },
 	{ "event_syscalls_per_op", "syscalls/op", LOWER, 1, NULL, 0 },
+	{ "server_cpu_us_per_op", "us", LOWER, 1, NULL, 0 },
 	{ NULL }
 };
 
@@ -2205,7 +2237,9 @@ static const struct scenario scenarios[] = {
 			"(epoll-lt: epoll_wait + epoll_ctl).  mode: et = edge-triggered, read until "
 			"EAGAIN, one uepoll_ctl per ADD and DEL; lt = level-triggered, one read per "
 			"event; -batch = the ADDs and DELs of a pass in one uepoll_ctl_wait; -defer = "
-			"the same deferred (uepoll_ctl_defer) with lazy polls (uepoll_set_lazy_poll 4).",
+			"the same deferred (uepoll_ctl_defer) with lazy polls (uepoll_set_lazy_poll 4).  "
+			"server_cpu_us_per_req = the server's CPU time (user + system, exec to exit: "
+			"wait4()) per request; a spin before a sleep shows here.",
 		.host = { { "-R 5 -c 200 -n 20000 -m et,lt,et-batch,lt-batch,et-defer,lt-defer" } },
 		.host_quick = { { "-R 2 -c 200 -n 5000 -m et,lt-batch" } },
 		.guest = { { "-R 3 -c 200 -n 20000 -m et,lt,et-batch,lt-batch,et-defer,lt-defer", 3600 } },
@@ -2243,10 +2277,15 @@ static const struct scenario scenarios[] = {
 			"errors = failed or missing requests; event_syscalls_per_req = the server's "
 			"epoll_wait/epoll_pwait/epoll_ctl/io_uring_enter/poll/ppoll/statx/fstat calls per "
 			"request: perf's syscall tracepoints on the host, the library's counters "
-			"(UEPOLL_STATS) in the guest, where stock-epoll has none.  -D (config "
+			"(UEPOLL_STATS) in the guest, where stock-epoll has none.  "
+			"server_cpu_us_per_req = the server's CPU time (user + system, all its "
+			"threads, from exec to exit: wait4()) per request: what the server spends, "
+			"where req_per_s also follows how the scheduler shares 2 CPUs between server "
+			"and client.  -D (config "
 			"defer): the uepoll backend defers its changes and polls lazily "
-			"(EVENT_UEPOLL_DEFER, libevent/README.md).",
-		.host = { { "-R 5" }, { "-R 5 -D" } },
+			"(EVENT_UEPOLL_DEFER, libevent/README.md).  The host runs 11 repeats: a "
+			"repeat takes about 2 s there, and its req/s scatters by 20 %.",
+		.host = { { "-R 11" }, { "-R 11 -D" } },
 		.host_quick = { { "-R 2" } },
 		.guest = { { "-R 5", 1800 }, { "-R 5 -D", 1800 } },
 		.guest_quick = { { "-R 1", 900 } },
@@ -2268,8 +2307,9 @@ static const struct scenario scenarios[] = {
 			"server's event system calls per operation (perf on the host; UEPOLL_STATS in the "
 			"guest: memcached 1.6.18 frees none of its workers' bases at SIGTERM, their "
 			"instances write their lines at exit(); missing unless every base's came).  "
-			"-D (config defer): as bench_http's.",
-		.host = { { "-R 5 -t 4 -c 64 -d 5" }, { "-R 5 -t 4 -c 64 -d 5 -D" } },
+			"server_cpu_us_per_op = the server's CPU time (as bench_http's) per operation.  "
+			"-D (config defer): as bench_http's.  The host runs 9 repeats.",
+		.host = { { "-R 9 -t 4 -c 64 -d 5" }, { "-R 9 -t 4 -c 64 -d 5 -D" } },
 		.host_quick = { { "-R 2 -t 4 -c 64 -d 2" } },
 		.guest = { { "-R 5 -t 4 -c 64 -d 5", 900 }, { "-R 5 -t 4 -c 64 -d 5 -D", 900 } },
 		.guest_quick = { { "-R 1 -t 4 -c 64 -d 2", 300 } },
