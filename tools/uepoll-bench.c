@@ -1306,12 +1306,13 @@ static int pin_cpu[2] = { -1, -1 };
 static void pin_parse(void)
 {
 	const char *e = getenv("UEPOLL_BENCH_PIN");
-	int s, c;
+	int s, c, end = -1;
 
 	if (!e || !*e)
 		return;
-	if (sscanf(e, "%d,%d", &s, &c) != 2 || s < 0 || c < 0 || s >= CPU_SETSIZE ||
-	    c >= CPU_SETSIZE) {
+	/* %n: the whole value, nothing after the second number */
+	if (sscanf(e, "%d,%d%n", &s, &c, &end) != 2 || e[end] || s < 0 || c < 0 ||
+	    s >= CPU_SETSIZE || c >= CPU_SETSIZE) {
 		fprintf(stderr, "%s: UEPOLL_BENCH_PIN: want S,C (two CPU numbers), not '%s'\n",
 			tool_prog, e);
 		exit(2);
