@@ -1388,15 +1388,20 @@ static double kv(const char *line, const char *key)
 }
 
 /*
- * A server's CPU time, user and system, in microseconds, from the
- * rusage wait4() gives for it: all its threads, from exec to exit.  What
- * the server spends; a run's req/s also follows how the scheduler shares
- * the machine's CPUs between the server and its client (doc/BENCH.md).
+ * Wait for a server to end (its status in *st, if st): its CPU time, user
+ * and system, in microseconds, from the rusage wait4() gives for it: all
+ * its threads, from exec to exit; -1 if wait4() failed.  What the server
+ * spends; a run's req/s also follows how the scheduler shares the
+ * machine's CPUs between the server and its client (doc/BENCH.md).
  */
-static double ru_cpu_us(const struct rusage *ru)
+static double wait_cpu_us(pid_t pid, int *st)
 {
-	return (double)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1e6 +
-	       (double)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec);
+	struct rusage ru;
+
+	if (wait4(pid, st, 0, &ru) < 0)
+		return -1;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 /* uepoll-httpd for backend be (a library backend, or epoll-lt) in mode m; its port in *port */
@@ -1464,11 +1469,10 @@ static int tcp_client(int port, char *result)
 static int run_tcp(const char *be, int p, double *out)
 {
 	char line[512], stats[512] = "", result[512] = "";
-	struct rusage ru;
 	FILE *sf = NULL;
 	pid_t spid;
 	int port, st;
-	double req;
+	double req, cpu;
 
 	spid = tcp_server(be, tcp_mode[p], &sf, &port);
 	if (spid < 0)
@@ -1484,7 +1488,8 @@ static int run_tcp(const char *be, int p, double *out)
 				snprintf(stats, sizeof(stats), "%s", line);
 	}
 	fclose(sf);
-	if (wait4(spid, &st, 0, &ru) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+	cpu = wait_cpu_us(spid, &st);
+	if (cpu < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "tcp: server %s ended with status 0x%x\n", be, st);
 		return -1;
 	}
@@ -1502,7 +1507,7 @@ static int run_tcp(const char *be, int p, double *out)
 	out[3] = req > 0 ? 1000.0 * kv(stats, "wait_syscalls") / req : 0;
 	out[4] = req > 0 ? 1000.0 * kv(stats, "ctl_syscalls") / req : 0;
 	out[5] = req > 0 ? kv(stats, "event_syscalls") / req : 0;
-	out[6] = req > 0 ? ru_cpu_us(&ru) / req : 0;
+	out[6] = req > 0 ? cpu / req : 0;
 	return 0;
 }
 
@@ -1727,11 +1732,10 @@ static int le_ready(FILE *sf, const char *be, const char *ready)
 
 /*
  * SIGTERM the server, read to its end: the UEPOLL_STATS syscalls summed
- * (-1: none); its CPU time in *cpu_us (ru_cpu_us(); -1 if it failed)
+ * (-1: none); its CPU time in *cpu_us (wait_cpu_us(); -1 if it failed)
  */
 static double le_stop(pid_t spid, FILE *sf, const char *be, double *cpu_us)
 {
-	struct rusage ru;
 	char line[512];
 	double sys = -1;
 	int st;
@@ -1744,11 +1748,11 @@ static double le_stop(pid_t spid, FILE *sf, const char *be, double *cpu_us)
 			fprintf(stderr, "#   server: %s", line);
 		}
 	fclose(sf);
-	*cpu_us = -1;
-	if (wait4(spid, &st, 0, &ru) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+	*cpu_us = wait_cpu_us(spid, &st);
+	if (*cpu_us < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "%s: server (%s) ended with status 0x%x\n", tool_prog, be, st);
-	else
-		*cpu_us = ru_cpu_us(&ru);
+		*cpu_us = -1;
+	}
 	return strcmp(be, "stock-epoll") ? sys : -1;
 }
 
@@ -1757,11 +1761,10 @@ static double le_stop(pid_t spid, FILE *sf, const char *be, double *cpu_us)
  * backend asked for (le_ready()'s test on the whole output), else the
  * UEPOLL_STATS system calls summed over its instances (-1: none), and in
  * *nstats how many instances reported them; its CPU time in *cpu_us
- * (ru_cpu_us(); -1 if wait4() failed).
+ * (wait_cpu_us()).
  */
 static double le_stop_checked(pid_t spid, FILE *sf, const char *be, int *nstats, double *cpu_us)
 {
-	struct rusage ru;
 	char line[512], want[64];
 	int stock = !strcmp(be, "stock-epoll"), method = 0, lib = stock;
 	double sys = -1;
@@ -1781,7 +1784,7 @@ static double le_stop_checked(pid_t spid, FILE *sf, const char *be, int *nstats,
 		}
 	}
 	fclose(sf);
-	*cpu_us = wait4(spid, NULL, 0, &ru) < 0 ? -1 : ru_cpu_us(&ru);
+	*cpu_us = wait_cpu_us(spid, NULL);
 	if (!method || !lib) {
 		fprintf(stderr, "%s: the server did not run libevent's %s backend%s%s\n", tool_prog,
 			stock ? "epoll" : "uepoll", stock ? "" : " on the library's ", stock ? "" : be);
