@@ -240,6 +240,15 @@ static int spin_threads = -1;
 static int spinners;		/* threads in __uepoll_spin()'s loop now */
 static pthread_once_t spin_threads_once_ = PTHREAD_ONCE_INIT;
 
+/*
+ * How many sleeps in a row, each longer than the longest spin, make a
+ * wait skip its spin until a sleep ends sooner (spin_woke()):
+ * UEPOLL_SPIN_COLD, or UEPOLL_SPIN_COLD_DEFAULT; 0: never skipped.  Once
+ * per process, with spin_threads; -1 before, -2 when malformed.
+ */
+static int spin_cold_after = -1;
+#define SPIN_COLD_CAP	255u	/* u->spin_cold saturates: UEPOLL_SPIN_COLD's largest */
+
 static void spin_threads_once(void)
 {
 	cpu_set_t cpus;
@@ -247,20 +256,26 @@ static void spin_threads_once(void)
 
 	if (!sched_getaffinity(0, sizeof(cpus), &cpus))
 		dflt = CPU_COUNT(&cpus) - 1;
-	/* relaxed: pthread_once() orders it before every reader */
+	/* relaxed: pthread_once() orders them before every reader */
 	__atomic_store_n(&spin_threads,
 			 __uepoll_env_uint("UEPOLL_SPIN_THREADS", dflt, INT_MAX, &m) ? -2 : (int)m,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&spin_cold_after,
+			 __uepoll_env_uint("UEPOLL_SPIN_COLD", UEPOLL_SPIN_COLD_DEFAULT,
+					   SPIN_COLD_CAP, &m) ? -2 : (int)m,
 			 __ATOMIC_RELAXED);
 }
 
 /* UEPOLL_SPIN, UEPOLL_SPIN_ADAPT: the defaults of the budget and window;
- * UEPOLL_SPIN_THREADS, once per process (-EINVAL at every init if bad) */
+ * UEPOLL_SPIN_THREADS and UEPOLL_SPIN_COLD, once per process (-EINVAL at
+ * every init if bad) */
 static int env_spin(uint32_t *spin, uint32_t *max)
 {
 	int ret = __uepoll_env_uint("UEPOLL_SPIN", UEPOLL_SPIN_DEFAULT, UEPOLL_SPIN_MAX, spin);
 
 	pthread_once(&spin_threads_once_, spin_threads_once);
-	if (!ret && __atomic_load_n(&spin_threads, __ATOMIC_RELAXED) < 0)
+	if (!ret && (__atomic_load_n(&spin_threads, __ATOMIC_RELAXED) < 0 ||
+		     __atomic_load_n(&spin_cold_after, __ATOMIC_RELAXED) < 0))
 		ret = -EINVAL;
 	return ret ? ret : __uepoll_env_uint("UEPOLL_SPIN_ADAPT",
 				    adapt_by_default() ? UEPOLL_SPIN_ADAPT_DEFAULT : 0,
@@ -1175,7 +1190,15 @@ UEPOLL_API int uepoll_ctl_failed(struct uepoll *u, struct uepoll_change *ch, uns
  * A spin that finds something leaves the window as it is.  So a busy
  * loop, whose events come a little after it runs dry, spins instead of
  * sleeping, and an idle one goes back to u->spin checks after a few
- * sleeps.  The clock is read when a spin begins and ends and after the
+ * sleeps.  And where no spin could have helped, none is made: after
+ * spin_cold_after sleeps in a row each longer than the longest spin
+ * (u->spin + spin_max checks: idle past it, any spin would have ended in
+ * that sleep), a wait skips its spin phase, and the clock still times
+ * its sleep; the first sleep that ends sooner (or a spin setting
+ * changed) starts the spins again.  An idle loop then pays for its
+ * wake-up only, as epoll_wait() does, where it paid a whole budget of
+ * checks per event; a busy one, whose sleeps are short, never sees it.
+ * The clock is read when a spin begins and ends and after the
  * sleep, never inside the loop; with spin_max 0, never.  The fields
  * belong to the harvester; a second thread waiting at the same time can
  * only skew the heuristic, so every access is relaxed (and
@@ -1199,8 +1222,13 @@ int __uepoll_spin(struct uepoll *u, int (*ready)(struct uepoll *u))
 	int found = 0;
 
 	if (__atomic_load_n(&u->spin_max, __ATOMIC_RELAXED)) {
+		uint32_t after = (uint32_t)__atomic_load_n(&spin_cold_after, __ATOMIC_RELAXED);
+
 		t0 = now_ns();
 		n += __atomic_load_n(&u->spin_window, __ATOMIC_RELAXED);
+		/* cold: no spin, the sleep is timed (spin_woke()) */
+		if (after && __atomic_load_n(&u->spin_cold, __ATOMIC_RELAXED) >= after)
+			n = 0;
 	}
 	__atomic_store_n(&u->spin_t0, t0, __ATOMIC_RELAXED);
 	if (!n)
@@ -1251,7 +1279,7 @@ int __uepoll_spin(struct uepoll *u, int (*ready)(struct uepoll *u))
 static void spin_woke(struct uepoll *u)
 {
 	int64_t t0 = __atomic_load_n(&u->spin_t0, __ATOMIC_RELAXED);
-	uint32_t w, max, ps;
+	uint32_t w, max, ps, cold;
 	uint64_t idle;
 
 	if (!t0)
@@ -1261,6 +1289,12 @@ static void spin_woke(struct uepoll *u)
 	w = __atomic_load_n(&u->spin_window, __ATOMIC_RELAXED);
 	ps = __atomic_load_n(&u->spin_check_ps, __ATOMIC_RELAXED);
 	idle = (uint64_t)(now_ns() - t0) * 1000 / (ps ? ps : SPIN_CHECK_PS);
+	cold = __atomic_load_n(&u->spin_cold, __ATOMIC_RELAXED);
+	if (idle > (uint64_t)max + __atomic_load_n(&u->spin, __ATOMIC_RELAXED))
+		cold += cold < SPIN_COLD_CAP;
+	else
+		cold = 0;
+	__atomic_store_n(&u->spin_cold, cold, __ATOMIC_RELAXED);
 	if (idle > w && idle <= max)
 		w = w >= max / 2 ? max : w * 2 < SPIN_GROW_START ? SPIN_GROW_START : w * 2;
 	else if (idle > max)
@@ -1279,6 +1313,7 @@ UEPOLL_API int uepoll_set_spin(struct uepoll *u, unsigned spin)
 	if (spin > UEPOLL_SPIN_MAX)
 		return -EINVAL;
 	__atomic_store_n(&u->spin, spin, __ATOMIC_RELAXED);
+	__atomic_store_n(&u->spin_cold, 0, __ATOMIC_RELAXED);	/* spins again */
 	return 0;
 }
 
@@ -1309,6 +1344,7 @@ UEPOLL_API int uepoll_set_spin_adapt(struct uepoll *u, unsigned max)
 	__atomic_store_n(&u->spin_max, max, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&u->spin_window, __ATOMIC_RELAXED) > max)
 		__atomic_store_n(&u->spin_window, max, __ATOMIC_RELAXED);
+	__atomic_store_n(&u->spin_cold, 0, __ATOMIC_RELAXED);	/* spins again */
 	return 0;
 }
 

@@ -26,6 +26,9 @@
  * adaptive window of checks that grows while its sleeps end soon after
  * they began and shrinks when they do not, uepoll_set_spin_adapt(3): at
  * most UEPOLL_SPIN_ADAPT_DEFAULT, or UEPOLL_SPIN_ADAPT from the environment.
+ * With that window on, a wait whose last UEPOLL_SPIN_COLD_DEFAULT sleeps
+ * (or UEPOLL_SPIN_COLD from the environment) each lasted longer than its
+ * whole spin skips the spin, until a sleep ends sooner.
  */
 #ifndef UEPOLL_H
 #define UEPOLL_H
@@ -91,6 +94,7 @@ extern "C" {
 #define UEPOLL_SPIN_DEFAULT	256u	/* ring checks before sleeping; uepoll-bench measures it */
 #define UEPOLL_SPIN_MAX		(1u << 20)
 #define UEPOLL_SPIN_ADAPT_DEFAULT 4096u	/* checks: the adaptive window's largest */
+#define UEPOLL_SPIN_COLD_DEFAULT 3u	/* long sleeps in a row that stop the spin; 0: never */
 
 /*
  * Counters, updated where the library makes the corresponding call, on
@@ -150,7 +154,9 @@ struct uepoll {
 	int64_t spin_t0;	/* CLOCK_MONOTONIC ns: a spin that ended in a sleep began; 0: none */
 	uint32_t spin_check_ps;	/* picoseconds a check takes, as failed spins measured */
 	uint32_t lazy_poll;	/* uepoll_set_lazy_poll(); 0: epoll's exact reports */
-	uint64_t __reserved[4];
+	uint32_t spin_cold;	/* sleeps in a row longer than the longest spin (harvester only) */
+	uint32_t __pad;
+	uint64_t __reserved[3];
 };
 
 #define UEPOLL_MAGIC_LIVE	0x75657031u	/* "uep1" */
