@@ -418,14 +418,14 @@ static void report_stats(const struct uepoll *u)
 		return;
 	n = snprintf(line, sizeof(line),
 		     "uepoll-stats: backend=%s n=%u events=%llu harvests=%llu syscalls=%llu "
-		     "ctl_syscalls=%llu ctls=%llu waits=%llu sleeps=%llu repolls=%llu rechecks=%llu "
-		     "deferred=%llu\n",
+		     "ctl_syscalls=%llu ctls=%llu waits=%llu sleeps=%llu spins=%llu repolls=%llu "
+		     "rechecks=%llu deferred=%llu\n",
 		     uepoll_backend_name(u), u->n, (unsigned long long)st.events,
 		     (unsigned long long)st.harvests, (unsigned long long)st.syscalls,
 		     (unsigned long long)st.ctl_syscalls, (unsigned long long)st.ctls,
 		     (unsigned long long)st.waits, (unsigned long long)st.sleeps,
-		     (unsigned long long)st.repolls, (unsigned long long)st.rechecks,
-		     (unsigned long long)st.deferred);
+		     (unsigned long long)st.spins, (unsigned long long)st.repolls,
+		     (unsigned long long)st.rechecks, (unsigned long long)st.deferred);
 	if (n > 0 && write(2, line, (size_t)n) < 0)
 		return;	/* nothing to do about it */
 }

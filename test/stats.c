@@ -149,6 +149,9 @@ int main(void)
 		snprintf(want, sizeof(want), " syscalls=%llu ", (unsigned long long)a.syscalls);
 		CHECK(strstr(buf, want) != NULL);
 		CHECK(strstr(buf, " ctls=1 ") != NULL);
+		snprintf(want, sizeof(want), " sleeps=%llu spins=%llu ", (unsigned long long)a.sleeps,
+			 (unsigned long long)a.spins);
+		CHECK(strstr(buf, want) != NULL);
 		CHECK(buf[len - 1] == '\n' && strchr(buf, '\n') == buf + len - 1);
 		/* and without it, nothing */
 		t_init(&u, 4);

@@ -43,7 +43,8 @@
  *       uepoll_wait with spin budget S; consumer CPU time per event (us:
  *       CLOCK_THREAD_CPUTIME_ID, or where the clock is coarse a SCHED_IDLE
  *       soaker on the consumer's CPU, params ";cpu=soak"), wake-up latency
- *       p50/p99.  -m: the eventfd registered edge-triggered (et, default),
+ *       p50/p99, the library's spin phases per 1000 events (its
+ *       stats).  -m: the eventfd registered edge-triggered (et, default),
  *       level-triggered (lt: the library asks again whether it is still
  *       ready, as epoll does), or level-triggered with uepoll_drained(3)
  *       after each read, which drains it (lt-drained); params ";mode=M".
@@ -1119,7 +1120,8 @@ static int soak_start(struct soak *k, pthread_t *sth)
 /*
  * The consumer for idle_secs: wait, read, the wake-up latency of each
  * event into lat[] (at most cap, *nl of them); the events, the CPU time
- * (*cpu) and the library's sleep/harvest system calls (*sys).
+ * (*cpu), the library's sleep/harvest system calls (sys[0]) and its spin
+ * phases (sys[1]).
  */
 static uint64_t idle_consume(struct uepoll *u, struct idle *s, double *lat, size_t cap, size_t *nl,
 			     int64_t *cpu, uint64_t *sys)
@@ -1150,7 +1152,8 @@ static uint64_t idle_consume(struct uepoll *u, struct idle *s, double *lat, size
 	}
 	*cpu = thread_cpu_ns() - c0;
 	uepoll_get_stats(u, &s1);
-	*sys = (s1.syscalls - s1.ctl_syscalls) - (s0.syscalls - s0.ctl_syscalls);
+	sys[0] = (s1.syscalls - s1.ctl_syscalls) - (s0.syscalls - s0.ctl_syscalls);
+	sys[1] = s1.spins - s0.spins;
 	return nev;
 }
 
@@ -1162,7 +1165,7 @@ static int idle_measure(struct uepoll *u, struct idle *s, double *lat, size_t ca
 	int soaking = 0, e;
 	size_t nl = 0;
 	int64_t cpu;
-	uint64_t nev, sys;
+	uint64_t nev, sys[2];
 
 	e = pthread_create(&th, NULL, idle_producer, s);
 	if (e) {
@@ -1177,7 +1180,7 @@ static int idle_measure(struct uepoll *u, struct idle *s, double *lat, size_t ca
 		return -1;
 	}
 	soaking = use_tsc;
-	nev = idle_consume(u, s, lat, cap, &nl, &cpu, &sys);
+	nev = idle_consume(u, s, lat, cap, &nl, &cpu, sys);
 	__atomic_store_n(&k.on, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
 	pthread_join(th, NULL);
@@ -1194,8 +1197,9 @@ static int idle_measure(struct uepoll *u, struct idle *s, double *lat, size_t ca
 	out[0] = (soaking ? (double)k.gaps : (double)cpu) / 1000.0 / (double)nev;
 	out[1] = tool_pct(lat, nl, 0.50);
 	out[2] = tool_pct(lat, nl, 0.99);
-	out[3] = 1000.0 * (double)sys / (double)nev;
+	out[3] = 1000.0 * (double)sys[0] / (double)nev;
 	out[4] = (double)nev / idle_secs;
+	out[5] = 1000.0 * (double)sys[1] / (double)nev;
 	return 0;
 }
 
@@ -1265,6 +1269,7 @@ static const struct metric idle_metrics[] = {
 	{ "wake_p99_us", "us", LOWER, 0, NULL, 0 },
 	{ "syscalls_per_1000ev", "syscalls/1000 events", LOWER, 0, NULL, 0 },
 	{ "events_per_s", "events/s", HIGHER, 0, NULL, 0 },
+	{ "spins_per_1000ev", "spin phases/1000 events", NEITHER, 0, NULL, 0 },
 	{ NULL }
 };
 
