@@ -10,6 +10,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +209,72 @@ static inline int t_collect(struct uepoll *u, int ms, int want, unsigned *count,
 		if ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
 			return total;
 	}
+}
+
+/*
+ * The library's rule for the adaptive spin window's default: a fine
+ * CLOCK_MONOTONIC and more than one CPU to run on (src/uepoll.c,
+ * adapt_by_default()).
+ */
+static inline int t_adapt_default(void)
+{
+	struct timespec r;
+	cpu_set_t cpus;
+
+	if (clock_getres(CLOCK_MONOTONIC, &r) || r.tv_sec || r.tv_nsec > 1000)
+		return 0;
+	return sched_getaffinity(0, sizeof(cpus), &cpus) || CPU_COUNT(&cpus) > 1;
+}
+
+/* a producer thread (t_produce()): rounds writes to fd, each gap_us
+ * after the consumer stored seen = the rounds it harvested (release) */
+struct t_producer {
+	int fd;
+	int rounds;
+	unsigned gap_us;
+	int seen;		/* atomic */
+};
+
+static inline void *t_produce(void *arg)
+{
+	struct t_producer *p = arg;
+
+	for (int i = 0; i < p->rounds; i++) {
+		while (__atomic_load_n(&p->seen, __ATOMIC_ACQUIRE) < i)
+			sched_yield();
+		if (p->gap_us)
+			usleep(p->gap_us);
+		t_write(p->fd);
+	}
+	return NULL;
+}
+
+/*
+ * n events gap_us apart (a t_produce() thread writing the eventfd fd,
+ * registered edge-triggered with data 9), each waited for, harvested
+ * and read; the instance's counters before and after, in *a, *b.
+ */
+static inline void t_rounds(struct uepoll *u, int fd, int n, unsigned gap_us,
+			    struct uepoll_stats *a, struct uepoll_stats *b)
+{
+	struct t_producer p = { .fd = fd, .rounds = n, .gap_us = gap_us };
+	struct epoll_event ev[2];
+	pthread_t th;
+
+	CHECK_EQ(uepoll_get_stats(u, a), 0);
+	CHECK_EQ(pthread_create(&th, NULL, t_produce, &p), 0);
+	for (int i = 0; i < n; i++) {
+		int r;
+
+		while ((r = uepoll_wait(u, ev, 2, 5000)) == -EINTR)
+			;
+		CHECK_EQ(r, 1);
+		CHECK_EQ(ev[0].data.u64, 9);
+		t_read(fd);
+		__atomic_store_n(&p.seen, i + 1, __ATOMIC_RELEASE);
+	}
+	CHECK_EQ(pthread_join(th, NULL), 0);
+	CHECK_EQ(uepoll_get_stats(u, b), 0);
 }
 
 #endif

@@ -28,24 +28,6 @@
 #define FAST_ROUNDS	200
 #define SLOW_ROUNDS	30
 
-struct producer {
-	int fd;
-	int rounds;
-	unsigned gap_us;
-	int seen;		/* rounds the consumer harvested (atomic) */
-};
-
-/* the library's rule: a fine clock, and more than one CPU to run on */
-static int adapt_default(void)
-{
-	struct timespec r;
-	cpu_set_t cpus;
-
-	if (clock_getres(CLOCK_MONOTONIC, &r) || r.tv_sec || r.tv_nsec > 1000)
-		return 0;
-	return sched_getaffinity(0, sizeof(cpus), &cpus) || CPU_COUNT(&cpus) > 1;
-}
-
 /* pinned to one CPU, a new instance has no window unless asked for */
 static void one_cpu(void)
 {
@@ -70,44 +52,6 @@ static void one_cpu(void)
 	CHECK_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
 }
 
-/* a write gap_us after the consumer harvested the previous one */
-static void *produce(void *arg)
-{
-	struct producer *p = arg;
-
-	for (int i = 0; i < p->rounds; i++) {
-		while (__atomic_load_n(&p->seen, __ATOMIC_ACQUIRE) < i)
-			sched_yield();
-		usleep(p->gap_us);
-		t_write(p->fd);
-	}
-	return NULL;
-}
-
-/* rounds events gap_us apart; the counters before and after, in *a, *b */
-static void rounds(struct uepoll *u, int fd, int n, unsigned gap_us,
-		   struct uepoll_stats *a, struct uepoll_stats *b)
-{
-	struct producer p = { .fd = fd, .rounds = n, .gap_us = gap_us };
-	struct epoll_event ev[2];
-	pthread_t th;
-
-	CHECK_EQ(uepoll_get_stats(u, a), 0);
-	CHECK_EQ(pthread_create(&th, NULL, produce, &p), 0);
-	for (int i = 0; i < n; i++) {
-		int r;
-
-		while ((r = uepoll_wait(u, ev, 2, 5000)) == -EINTR)
-			;
-		CHECK_EQ(r, 1);
-		CHECK_EQ(ev[0].data.u64, 9);
-		t_read(fd);
-		__atomic_store_n(&p.seen, i + 1, __ATOMIC_RELEASE);
-	}
-	CHECK_EQ(pthread_join(th, NULL), 0);
-	CHECK_EQ(uepoll_get_stats(u, b), 0);
-}
-
 int main(void)
 {
 	struct uepoll u, dead, zero;
@@ -121,19 +65,19 @@ int main(void)
 	/* valgrind runs one thread at a time: a spin cannot see the producer;
 	 * a coarse clock (jiffies: a guest's TSC not calibrated) cannot tell
 	 * a short sleep from a long one, and the library's default is off */
-	timing = ring && !under_valgrind() && adapt_default();
+	timing = ring && !under_valgrind() && t_adapt_default();
 	fd = t_efd();
 	CHECK_EQ(t_add(&u, fd, EPOLLIN | EPOLLET, 9), 0);
 	CHECK_EQ(uepoll_set_spin(&u, 0), 0);
 
 	/* the default window, and the limits */
-	CHECK_EQ(u.spin_max, adapt_default() ? UEPOLL_SPIN_ADAPT_DEFAULT : 0);
+	CHECK_EQ(u.spin_max, t_adapt_default() ? UEPOLL_SPIN_ADAPT_DEFAULT : 0);
 	CHECK_EQ(uepoll_set_spin_adapt(&u, UEPOLL_SPIN_MAX + 1), -EINVAL);
 	CHECK_EQ(uepoll_set_spin_adapt(&u, UEPOLL_SPIN_MAX), 0);
 
 	/* the control: no window, budget 0, every wait sleeps */
 	CHECK_EQ(uepoll_set_spin_adapt(&u, 0), 0);
-	rounds(&u, fd, FAST_ROUNDS, 100, &a, &b);
+	t_rounds(&u, fd, FAST_ROUNDS, 100, &a, &b);
 	CHECK_EQ(b.spins, a.spins);
 	if (timing)
 		CHECK(b.sleeps - a.sleeps >= FAST_ROUNDS * 3 / 4);
@@ -144,7 +88,7 @@ int main(void)
 	 * all three) */
 	CHECK_EQ(uepoll_set_spin_adapt(&u, UEPOLL_SPIN_MAX), 0);
 	for (int try = 0; try < 3; try++) {
-		rounds(&u, fd, FAST_ROUNDS, 100, &a, &b);
+		t_rounds(&u, fd, FAST_ROUNDS, 100, &a, &b);
 		printf("%s: %d rounds 100 us apart: %llu sleeps, %llu spins; window %u checks, "
 		       "%u ps a check\n", uepoll_backend_name(&u), FAST_ROUNDS,
 		       (unsigned long long)(b.sleeps - a.sleeps),
@@ -176,7 +120,7 @@ int main(void)
 		slow_max *= 2;
 	CHECK_EQ(uepoll_set_spin_adapt(&u, (unsigned)slow_max), 0);
 	CHECK(u.spin_window <= slow_max);
-	rounds(&u, fd, SLOW_ROUNDS, 50000, &a, &b);
+	t_rounds(&u, fd, SLOW_ROUNDS, 50000, &a, &b);
 	printf("%s: %d rounds 50 ms apart, window at most %llu checks: %llu sleeps, "
 	       "%llu spins; window %u checks, %u ps a check\n", uepoll_backend_name(&u),
 	       SLOW_ROUNDS, (unsigned long long)slow_max, (unsigned long long)(b.sleeps - a.sleeps),

@@ -27,62 +27,13 @@
 #define SLOW_GAP_US	20000
 #define FAST_ROUNDS	200
 
-struct producer {
-	int fd;
-	int rounds;
-	unsigned gap_us;
-	int seen;		/* rounds the consumer harvested (atomic) */
-};
-
-/* the library's rule: a fine clock, and more than one CPU to run on */
-static int adapt_default(void)
-{
-	struct timespec r;
-	cpu_set_t cpus;
-
-	if (clock_getres(CLOCK_MONOTONIC, &r) || r.tv_sec || r.tv_nsec > 1000)
-		return 0;
-	return sched_getaffinity(0, sizeof(cpus), &cpus) || CPU_COUNT(&cpus) > 1;
-}
-
-/* a write gap_us after the consumer harvested the previous one */
-static void *produce(void *arg)
-{
-	struct producer *p = arg;
-
-	for (int i = 0; i < p->rounds; i++) {
-		while (__atomic_load_n(&p->seen, __ATOMIC_ACQUIRE) < i)
-			sched_yield();
-		if (p->gap_us)
-			usleep(p->gap_us);
-		t_write(p->fd);
-	}
-	return NULL;
-}
-
 /* n events gap_us apart; the spin phases and sleeps of their waits */
 static void rounds(struct uepoll *u, int fd, int n, unsigned gap_us, uint64_t *spins,
 		   uint64_t *sleeps)
 {
-	struct producer p = { .fd = fd, .rounds = n, .gap_us = gap_us };
 	struct uepoll_stats a, b;
-	struct epoll_event ev[2];
-	pthread_t th;
 
-	CHECK_EQ(uepoll_get_stats(u, &a), 0);
-	CHECK_EQ(pthread_create(&th, NULL, produce, &p), 0);
-	for (int i = 0; i < n; i++) {
-		int r;
-
-		while ((r = uepoll_wait(u, ev, 2, 5000)) == -EINTR)
-			;
-		CHECK_EQ(r, 1);
-		CHECK_EQ(ev[0].data.u64, 9);
-		t_read(fd);
-		__atomic_store_n(&p.seen, i + 1, __ATOMIC_RELEASE);
-	}
-	CHECK_EQ(pthread_join(th, NULL), 0);
-	CHECK_EQ(uepoll_get_stats(u, &b), 0);
+	t_rounds(u, fd, n, gap_us, &a, &b);
 	*spins = b.spins - a.spins;
 	*sleeps = b.sleeps - a.sleeps;
 }
@@ -187,7 +138,7 @@ int main(void)
 
 	if (under_valgrind())
 		SKIP("valgrind runs one thread at a time");
-	if (!adapt_default())
+	if (!t_adapt_default())
 		SKIP("no adaptive window by default here (coarse clock or one CPU)");
 	st = in_child(control_child);
 	if (st == T_SKIP)
