@@ -234,11 +234,11 @@ static int adapt_by_default(void)
  * each spinning by itself, made 0.58-0.78x libevent's epoll in the guest
  * (doc/BENCH.md).  A spin that finds them all taken is skipped: the wait
  * sleeps at once, as with a budget of 0.  Read by the first uepoll_init()
- * of the process: set by spin_threads_once(), -1 before.
+ * of the process: set by spin_env_once(), -1 before.
  */
 static int spin_threads = -1;
 static int spinners;		/* threads in __uepoll_spin()'s loop now */
-static pthread_once_t spin_threads_once_ = PTHREAD_ONCE_INIT;
+static pthread_once_t spin_env_once_ = PTHREAD_ONCE_INIT;
 
 /*
  * How many sleeps in a row, each longer than the longest spin, make a
@@ -249,7 +249,7 @@ static pthread_once_t spin_threads_once_ = PTHREAD_ONCE_INIT;
 static int spin_cold_after = -1;
 #define SPIN_COLD_CAP	255u	/* u->spin_cold saturates: UEPOLL_SPIN_COLD's largest */
 
-static void spin_threads_once(void)
+static void spin_env_once(void)
 {
 	cpu_set_t cpus;
 	uint32_t dflt = 1, m;
@@ -273,7 +273,7 @@ static int env_spin(uint32_t *spin, uint32_t *max)
 {
 	int ret = __uepoll_env_uint("UEPOLL_SPIN", UEPOLL_SPIN_DEFAULT, UEPOLL_SPIN_MAX, spin);
 
-	pthread_once(&spin_threads_once_, spin_threads_once);
+	pthread_once(&spin_env_once_, spin_env_once);
 	if (!ret && (__atomic_load_n(&spin_threads, __ATOMIC_RELAXED) < 0 ||
 		     __atomic_load_n(&spin_cold_after, __ATOMIC_RELAXED) < 0))
 		ret = -EINVAL;
@@ -1233,7 +1233,7 @@ int __uepoll_spin(struct uepoll *u, int (*ready)(struct uepoll *u))
 	__atomic_store_n(&u->spin_t0, t0, __ATOMIC_RELAXED);
 	if (!n)
 		return 0;
-	/* a place among the spinners (spin_threads_once()), or no spin and
+	/* a place among the spinners (spin_env_once()), or no spin and
 	 * no adapting the window to a sleep it did not choose; relaxed: a
 	 * count, nothing is published through it */
 	if (__atomic_add_fetch(&spinners, 1, __ATOMIC_RELAXED) >

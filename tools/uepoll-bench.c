@@ -1120,11 +1120,11 @@ static int soak_start(struct soak *k, pthread_t *sth)
 /*
  * The consumer for idle_secs: wait, read, the wake-up latency of each
  * event into lat[] (at most cap, *nl of them); the events, the CPU time
- * (*cpu), the library's sleep/harvest system calls (sys[0]) and its spin
- * phases (sys[1]).
+ * (*cpu), the library's sleep/harvest system calls (cnt[0]) and its spin
+ * phases (cnt[1]), from its stats.
  */
 static uint64_t idle_consume(struct uepoll *u, struct idle *s, double *lat, size_t cap, size_t *nl,
-			     int64_t *cpu, uint64_t *sys)
+			     int64_t *cpu, uint64_t *cnt)
 {
 	struct uepoll_stats s0, s1;
 	struct epoll_event evs[4];
@@ -1152,8 +1152,8 @@ static uint64_t idle_consume(struct uepoll *u, struct idle *s, double *lat, size
 	}
 	*cpu = thread_cpu_ns() - c0;
 	uepoll_get_stats(u, &s1);
-	sys[0] = (s1.syscalls - s1.ctl_syscalls) - (s0.syscalls - s0.ctl_syscalls);
-	sys[1] = s1.spins - s0.spins;
+	cnt[0] = (s1.syscalls - s1.ctl_syscalls) - (s0.syscalls - s0.ctl_syscalls);
+	cnt[1] = s1.spins - s0.spins;
 	return nev;
 }
 
@@ -1165,7 +1165,7 @@ static int idle_measure(struct uepoll *u, struct idle *s, double *lat, size_t ca
 	int soaking = 0, e;
 	size_t nl = 0;
 	int64_t cpu;
-	uint64_t nev, sys[2];
+	uint64_t nev, cnt[2];
 
 	e = pthread_create(&th, NULL, idle_producer, s);
 	if (e) {
@@ -1180,7 +1180,7 @@ static int idle_measure(struct uepoll *u, struct idle *s, double *lat, size_t ca
 		return -1;
 	}
 	soaking = use_tsc;
-	nev = idle_consume(u, s, lat, cap, &nl, &cpu, sys);
+	nev = idle_consume(u, s, lat, cap, &nl, &cpu, cnt);
 	__atomic_store_n(&k.on, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
 	pthread_join(th, NULL);
@@ -1197,9 +1197,9 @@ static int idle_measure(struct uepoll *u, struct idle *s, double *lat, size_t ca
 	out[0] = (soaking ? (double)k.gaps : (double)cpu) / 1000.0 / (double)nev;
 	out[1] = tool_pct(lat, nl, 0.50);
 	out[2] = tool_pct(lat, nl, 0.99);
-	out[3] = 1000.0 * (double)sys[0] / (double)nev;
+	out[3] = 1000.0 * (double)cnt[0] / (double)nev;
 	out[4] = (double)nev / idle_secs;
-	out[5] = 1000.0 * (double)sys[1] / (double)nev;
+	out[5] = 1000.0 * (double)cnt[1] / (double)nev;
 	return 0;
 }
 
