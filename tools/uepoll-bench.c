@@ -5,11 +5,14 @@
  * one process (the servers' scenarios after one run not counted: drive()),
  * and prints one CSV line per (backend, params, metric):
  *
- *   CSV,scenario,backend,params,metric,median,min,max,ratio_vs_epoll,env
+ *   CSV,scenario,backend,params,metric,median,min,max,ratio_vs_epoll,ratio_lo,ratio_hi,env
  *
  * ratio_vs_epoll is the median over the repeats of value / epoll's value
  * in the same repeat (epoll measured right next to it); empty without an
- * epoll run.  Progress and per-run figures go to stderr.
+ * epoll run.  ratio_lo, ratio_hi: an interval that holds the median of
+ * that ratio's distribution with at least 90 % confidence
+ * (ratio_interval()); empty below 5 repeats.  Progress and per-run
+ * figures go to stderr.
  *
  * Everything about a scenario is its entry in the table `scenarios`
  * (near the end): name, titles, metrics, options, run function and the
@@ -328,10 +331,39 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/*
+ * A distribution-free interval for the median of the per-repeat ratios
+ * (the repeats independent, nothing assumed of their distribution): the
+ * k-th smallest and the k-th largest of the n sorted values, k the
+ * largest for which the true median lies outside with probability
+ * 2 * P(Bin(n, 1/2) <= k - 1) <= 0.10.  n = 5: the min and the max
+ * (93.8 %); n = 9: the 2nd and the 8th (96.1 %); n = 21: the 7th and the
+ * 15th (92.2 %).  0 and no interval for n < 5, where even the min and the
+ * max miss it too often (n = 4: 12.5 %).
+ */
+static int ratio_interval(const double *sorted, int n, double *lo, double *hi)
+{
+	double pk = 0, cdf = 0;	/* P(Bin(n, 1/2) = j), P(<= j) */
+	int k = 0;
+
+	for (int j = 0; 2 * j < n; j++) {
+		pk = j ? pk * (n - j + 1) / j : 1.0 / (double)(1ULL << n);	/* n <= MAXR */
+		cdf += pk;
+		if (2 * cdf > 0.10)
+			break;
+		k = j + 1;
+	}
+	if (!k)
+		return 0;
+	*lo = sorted[k - 1];
+	*hi = sorted[n - k];
+	return 1;
+}
+
 /* the CSV line of (p, b, m); nothing when no repeat succeeded */
 static void print_result(struct bench *bn, int p, int b, int m, int ep)
 {
-	double v[MAXR], ratio[MAXR];
+	double v[MAXR], ratio[MAXR], lo, hi;
 	int n = 0, nr = 0;
 
 	for (int r = 0; r < R; r++) {
@@ -348,7 +380,11 @@ static void print_result(struct bench *bn, int p, int b, int m, int ep)
 	       bn->sc->metrics[m].name, median(v, n));
 	printf("%.6g,%.6g,", v[0], v[n - 1]);	/* sorted by median() */
 	if (nr)
-		printf("%.4f", median(ratio, nr));
+		printf("%.4f", median(ratio, nr));	/* sorts ratio[] */
+	if (nr && ratio_interval(ratio, nr, &lo, &hi))
+		printf(",%.4f,%.4f", lo, hi);
+	else
+		printf(",,");
 	printf(",%s\n", env_label);
 }
 
