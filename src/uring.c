@@ -32,7 +32,10 @@
  * until EAGAIN); a registration with nothing left to ask leaves the list
  * without a poll, until its next wake-up.  A wait that would sleep asks
  * in its sleep instead: one ppoll() of the ring fd and those files
- * (uring_level_sleep()).
+ * (uring_level_sleep()).  A completion that the harvester's own sleep or
+ * enter brought, of a poll it submitted, with every bit the registration
+ * asks, is taken without that poll: nothing of the program ran since its
+ * wake-up (fresh_begin()).
  *
  * A poll that ends (no IORING_CQE_F_MORE: CQ overflow, a cancel because
  * the submitting thread exited, ...) is re-armed by the harvester; a
@@ -110,6 +113,9 @@ struct uslot {
 	uint32_t drained;	/* uepoll_drained(): bits not to poll for until the next event */
 	uint32_t prestamp;	/* the level sleep that polled it (uring_level_sleep()) */
 	uint32_t prerev;	/* ... and what its poll said */
+	uint64_t armer;		/* thread_id() of the thread that submitted its poll */
+	uint8_t unpolled;	/* its event in the batch is of fresh completions only */
+	uint8_t hupped;		/* reported EPOLLERR, EPOLLHUP or EPOLLRDHUP since ADD/MOD */
 	uint64_t dev, ino;	/* the file registered (fstat() at ADD) */
 };
 
@@ -130,6 +136,11 @@ struct uring_priv {
 	int pre;		/* ... the last one's answers are for this harvest */
 	unsigned lazy_skips;	/* harvests that left recheck() (uepoll_set_lazy_poll()) */
 	int tr_stale;		/* IORING_SQ_TASKRUN outlived an enter: not ours (taskrun_wanted()) */
+	/* fresh completions (fresh_begin()), the harvester's only */
+	int fresh_ok;		/* the setup allows the rule (not DEFER_TASKRUN), no SQE astray */
+	int fresh_on;		/* CQEs from index fresh_from on are fresh ... */
+	uint32_t fresh_from;
+	uint64_t fresh_tid;	/* ... for the polls of this thread */
 	struct fdmap map;
 	uint32_t batch;
 	unsigned setup;		/* IORING_SETUP_* used */
@@ -294,6 +305,7 @@ static int uring_init(struct uepoll *u, unsigned n, unsigned flags)
 	if (ret < 0)
 		goto fail;
 	p->skip = IOSQE_CQE_SKIP_SUCCESS;
+	p->fresh_ok = !(p->setup & (IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SQPOLL));
 	/* the ring fd is always O_CLOEXEC */
 	if (!(flags & UEPOLL_CLOEXEC)) {
 		STAT_SYS(u);
@@ -332,6 +344,81 @@ static void uring_exit(struct uepoll *u)
 	free(p->pslot);
 	free(p->pfd);
 	free(p);
+}
+
+/*
+ * A number per thread, never reused in the process: a thread's identity
+ * that outlives it (a TLS address or a TID may be another thread's
+ * later).  A fork()ed child's thread gets a new one: the polls of the
+ * ring it shares are its parent's.
+ */
+static uint64_t tid_next;
+static __thread uint64_t tid_self;
+static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
+
+static void tid_child(void)
+{
+	tid_self = 0;
+}
+
+static void tid_init(void)
+{
+	pthread_atfork(NULL, NULL, tid_child);
+}
+
+static uint64_t thread_id(void)
+{
+	if (!tid_self) {
+		pthread_once(&tid_once, tid_init);
+		tid_self = __atomic_add_fetch(&tid_next, 1, __ATOMIC_RELAXED);
+	}
+	return tid_self;
+}
+
+/*
+ * Fresh completions.  A poll's completion is posted by task work of the
+ * thread that submitted the poll, and that work runs at the thread's
+ * first return to user space after the wake-up (the exit of a system
+ * call or of an interrupt; COOP_TASKRUN or the IPI of the plain setup),
+ * before any code of the thread runs again.  So a completion posted
+ * after a point the harvester reached in the library (this sample of
+ * the CQ tail, right before its sleep or its enter), of a poll that it
+ * submitted, is of a wake-up after the program's last return to user
+ * space: the program cannot have read or written that file since.  Its
+ * bits are then what the file has, as far as the wake-ups say:
+ * recheck() takes such an event without polling the file when its bits
+ * hold all the registration asks (nothing a poll could add but
+ * EPOLLERR or EPOLLHUP, which come with wake-ups of their own) and the
+ * registration never reported EPOLLERR, EPOLLHUP or EPOLLRDHUP (a
+ * sticky bit that a wake-up of data would not carry).  Not with
+ * DEFER_TASKRUN (the work waits for io_uring_enter(), after the program
+ * ran), not after an overflow flush (those CQEs may be old), not once a
+ * submit left SQEs for another thread to submit (their polls would be
+ * its), and not in a harvest that is not the sleeper's.  The sample is a
+ * plain load: the completions that count are this thread's own stores.
+ * fresh_end() at every return to the program (harvest, failed sleep).
+ */
+static void fresh_begin(struct uring_priv *p)
+{
+	/* relaxed: a latch that a submit of this thread or another clears
+	 * under the lock; the SQEs it is about are the clearing thread's,
+	 * and a poll's thread that the latch misses is still told by armer */
+	if (!__atomic_load_n(&p->fresh_ok, __ATOMIC_RELAXED) || p->fresh_on)
+		return;
+	p->fresh_from = IO_URING_READ_ONCE(*p->ring.cq.ktail);
+	p->fresh_tid = thread_id();
+	p->fresh_on = 1;
+}
+
+static void fresh_end(struct uring_priv *p)
+{
+	p->fresh_on = 0;
+}
+
+/* the CQE at CQ index idx is fresh, for polls of p->fresh_tid */
+static int fresh_cqe(const struct uring_priv *p, unsigned idx)
+{
+	return p->fresh_on && (int32_t)(idx - p->fresh_from) >= 0;
 }
 
 static struct io_uring_sqe *get_sqe(struct uepoll *u, struct uring_priv *p)
@@ -382,6 +469,7 @@ static int arm(struct uepoll *u, struct uring_priv *p, uint32_t s)
 	io_uring_sqe_set_data64(sqe, UD(s, sl->gen));
 	sl->armed = 1;
 	sl->idle = 0;
+	sl->armer = thread_id();
 	return 0;
 }
 
@@ -411,6 +499,8 @@ static int submit(struct uepoll *u, struct uring_priv *p)
 		return 0;
 	STAT_SYS(u);
 	ret = io_uring_submit(&p->ring);
+	if (io_uring_sq_ready(&p->ring))	/* another thread may submit them */
+		__atomic_store_n(&p->fresh_ok, 0, __ATOMIC_RELAXED);
 	return ret < 0 ? ret : 0;
 }
 
@@ -442,6 +532,7 @@ static int ctl_add(struct uepoll *u, struct uring_priv *p, int fd,
 	sl->fired = 0;
 	sl->idle = 0;
 	sl->inlvl = 0;
+	sl->hupped = 0;
 	sl->dev = __uepoll_ident.valid && __uepoll_ident.fd == fd ? __uepoll_ident.dev : 0;
 	sl->ino = __uepoll_ident.valid && __uepoll_ident.fd == fd ? __uepoll_ident.ino : 0;
 	ret = arm(u, p, (uint32_t)s);
@@ -488,6 +579,7 @@ static int ctl_mod(struct uepoll *u, struct uring_priv *p, int s,
 	sl->idle = 0;
 	/* the new poll (or the updated one) reports what is ready now */
 	sl->inlvl = 0;
+	sl->hupped = 0;
 	if (!sl->armed) {
 		ret = arm(u, p, (uint32_t)s);
 		return ret ? ret : submit(u, p);
@@ -594,6 +686,8 @@ static void batch_submit(struct uepoll *u, struct uring_priv *p)
 		ret = io_uring_submit(&p->ring);
 		if (ret < 0 && ++tries >= 4) {
 			p->need_submit = 1;
+			/* the harvester submits them */
+			__atomic_store_n(&p->fresh_ok, 0, __ATOMIC_RELAXED);
 			return;
 		}
 	}
@@ -732,15 +826,20 @@ static void level_add(struct uepoll *u, struct uring_priv *p, uint32_t s)
 
 /*
  * The events m of slot s's poll into the batch: ORed into the slot's
- * event when the batch has one already.  1 when the batch is full.
+ * event when the batch has one already.  fresh: m is of a fresh
+ * completion of a poll of the harvester (fresh_begin()); the event stays
+ * unpolled while every one ORed into it is.  1 when the batch is full.
  */
 static int batch_add(struct uepoll *u, struct uring_priv *p, struct batch *b, uint32_t s,
-		     uint32_t m)
+		     uint32_t m, int fresh)
 {
 	struct uslot *sl = &p->slots[s];
 
+	if (m & (EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+		sl->hupped = 1;
 	if (sl->stamp == b->stamp) {
 		b->evs[sl->outidx].events |= m;
+		sl->unpolled &= (uint8_t)fresh;
 		HSTAT(u, coalesced, 1);
 		return 0;
 	}
@@ -750,6 +849,7 @@ static int batch_add(struct uepoll *u, struct uring_priv *p, struct batch *b, ui
 	b->evs[b->cnt].data.u64 = sl->data;
 	b->slot[b->cnt] = s;
 	sl->drained = 0;
+	sl->unpolled = (uint8_t)fresh;
 	sl->stamp = b->stamp;
 	sl->outidx = b->cnt++;
 	if (sl->events & EPOLLONESHOT)
@@ -768,7 +868,7 @@ static int batch_add(struct uepoll *u, struct uring_priv *p, struct batch *b, ui
  * CQE must stay in the ring for the next harvest, else 0 (consumed).
  */
 static int reap_cqe(struct uepoll *u, struct uring_priv *p, struct batch *b,
-		    const struct io_uring_cqe *cqe)
+		    const struct io_uring_cqe *cqe, int fresh)
 {
 	uint64_t ud = cqe->user_data;
 	uint32_t s = (uint32_t)ud, g = (uint32_t)(ud >> 32) & GEN_MASK, m = 0;
@@ -786,7 +886,7 @@ static int reap_cqe(struct uepoll *u, struct uring_priv *p, struct batch *b,
 	}
 	if (res > 0 && !sl->fired) {
 		m = (uint32_t)res & (sl->events | EPOLLERR | EPOLLHUP) & ~(uint32_t)EV_FLAGS;
-		if (m && batch_add(u, p, b, s, m))
+		if (m && batch_add(u, p, b, s, m, fresh && sl->armer == p->fresh_tid))
 			return 1;
 	}
 	if (!more) {
@@ -847,7 +947,8 @@ static void reap(struct uepoll *u, struct uring_priv *p, struct batch *b)
 		unsigned seen = 0;
 
 		while (head != tail) {
-			full = reap_cqe(u, p, b, &ring->cq.cqes[head & *ring->cq.kring_mask]);
+			full = reap_cqe(u, p, b, &ring->cq.cqes[head & *ring->cq.kring_mask],
+					fresh_cqe(p, head));
 			if (full)
 				break;	/* leave this CQE for the next harvest */
 			head++;
@@ -878,8 +979,12 @@ static void reap(struct uepoll *u, struct uring_priv *p, struct batch *b)
 		if (!kflags)
 			break;
 		/* flush overflowed CQEs / run deferred task work */
-		if (kflags & IORING_SQ_CQ_OVERFLOW)
+		if (kflags & IORING_SQ_CQ_OVERFLOW) {
 			HSTAT(u, overflows, 1);
+			fresh_end(p);	/* flushed CQEs may be old */
+		} else {
+			fresh_begin(p);	/* what our work posts now is fresh */
+		}
 		STAT_SYS(u);
 		io_uring_get_events(ring);
 		entered = 1;
@@ -947,6 +1052,14 @@ static void batch_compact(struct uring_priv *p, struct batch *b)
  * A fired ONESHOT one not in this batch (a lazy harvest left it on the
  * list) leaves it: reported once.
  */
+/* slot sl's event m in this batch may go unpolled (fresh_begin()) */
+static int unpolled_ok(const struct uslot *sl, uint32_t m)
+{
+	uint32_t ask = sl->events & ~(uint32_t)(EV_FLAGS | EPOLLERR | EPOLLHUP);
+
+	return sl->unpolled && !sl->hupped && !(ask & ~m);
+}
+
 static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b, int lazy)
 {
 	unsigned i, k = 0, n = p->nlvl, npoll = 0;
@@ -967,10 +1080,12 @@ static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b, int
 		 * Answered by the level sleep just before: not polled again (a
 		 * negative fd: poll(2) skips it).  Not when this harvest has a
 		 * completion of it: that wake-up may have come after the
-		 * sleep's answer, which would then drop the event.
+		 * sleep's answer, which would then drop the event.  Answered
+		 * by fresh completions (fresh_begin()) holding every bit it
+		 * asks: not polled either.
 		 */
 		pre = (p->pre && sl->prestamp == p->prestamp && sl->stamp != b->stamp) ||
-		      (lazy && sl->stamp == b->stamp);
+		      (sl->stamp == b->stamp && (lazy || unpolled_ok(sl, b->evs[sl->outidx].events)));
 		p->pslot[k] = s;
 		p->pfd[k].fd = pre ? -1 : sl->fd;
 		p->pfd[k].events = (short)(sl->events & ~sl->drained & 0xffff);
@@ -1011,7 +1126,7 @@ static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b, int
 				if (!sl->armed)
 					queue_rearm(p, s);
 			}
-		} else if (m && batch_add(u, p, b, s, m)) {
+		} else if (m && batch_add(u, p, b, s, m, 0)) {
 			level_add(u, p, s);	/* batch full: the next harvest */
 			continue;
 		}
@@ -1054,8 +1169,10 @@ static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 	HSTAT(u, harvests, 1);
 	/* the no-event fast path: no lock, no system call (nlvl: written
 	 * under the lock by this harvester or, cleared, by nobody else) */
-	if (!io_uring_cq_ready(ring) && !taskrun_wanted(p, kflags) && !p->nlvl)
+	if (!io_uring_cq_ready(ring) && !taskrun_wanted(p, kflags) && !p->nlvl) {
+		fresh_end(p);
 		return 0;
+	}
 
 	pthread_mutex_lock(&p->lock);
 	b.stamp = ++p->batch;
@@ -1078,6 +1195,7 @@ static int uring_harvest(struct uepoll *u, struct epoll_event *evs, int max)
 		level_check(u, p, &b, due);
 	p->pre = 0;
 	rearm_queued(u, p);
+	fresh_end(p);
 	pthread_mutex_unlock(&p->lock);
 	if (b.cnt)
 		HSTAT(u, events, (uint64_t)b.cnt);
@@ -1129,9 +1247,14 @@ static int uring_sleep(struct uepoll *u, int timeout_ms)
 		ts.tv_sec = timeout_ms / 1000;
 		ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
 	}
+	fresh_begin(p);
 	STAT_SYS(u);
 	ret = ppoll(&pfd, 1, timeout_ms >= 0 ? &ts : NULL, NULL);
-	return ret < 0 ? -errno : 0;
+	if (ret < 0) {
+		fresh_end(p);	/* back to the program without a harvest */
+		return -errno;
+	}
+	return 0;
 }
 
 /*
@@ -1185,10 +1308,13 @@ static int uring_level_sleep(struct uepoll *u, int timeout_ms)
 	}
 	HSTAT(u, sleeps, 1);
 	HSTAT(u, rechecks, 1);
+	fresh_begin(p);
 	STAT_SYS(u);
 	ret = ppoll(p->pfd, k + 1, timeout_ms >= 0 ? &ts : NULL, NULL);
-	if (ret < 0)
+	if (ret < 0) {
+		fresh_end(p);	/* back to the program without a harvest */
 		return -errno;
+	}
 	pthread_mutex_lock(&p->lock);
 	for (i = 0; i < k; i++) {
 		struct uslot *sl = &p->slots[p->pslot[i]];
