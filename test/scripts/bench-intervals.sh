@@ -15,10 +15,9 @@ ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/../.." && pwd)
 . "$ROOT/scripts/env.sh"
 
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
-# (check-scripts runs before `make all`: build the one tool it needs, as
-# the Makefile names it: B relative to the tree)
-make -s -C "$ROOT" build/tools/uepoll-bench >/dev/null ||
-	{ echo "FAIL: cannot build build/tools/uepoll-bench"; exit 1; }
+# (check-scripts runs before `make all`: build the tools it runs, the
+# bench and the tcp scenario's server and client, in the tree's build/)
+make -s -C "$ROOT" tools >/dev/null || { echo "FAIL: cannot build the tools (make tools)"; exit 1; }
 B=$ROOT/build
 tmp=$(mktemp -d /tmp/uepoll-intervals.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
