@@ -1748,27 +1748,58 @@ static double perf_stop(pid_t pp, const char *path)
 }
 
 /*
+ * What a libevent server's lines say of its backend, against be: its
+ * method line (stock-epoll: libevent's epoll, else uepoll; the last one
+ * counts) and, but for stock-epoll, the library's backend line.
+ */
+struct le_seen {
+	char want[64];
+	int stock, method, lib;
+};
+
+static void le_seen_init(struct le_seen *w, const char *be)
+{
+	w->stock = !strcmp(be, "stock-epoll");
+	w->method = 0;
+	w->lib = w->stock;
+	snprintf(w->want, sizeof(w->want), "uepoll backend: %s", be);
+}
+
+static void le_seen_line(struct le_seen *w, const char *line)
+{
+	if (strstr(line, "libevent using: "))
+		w->method = !!strstr(line, w->stock ? "using: epoll" : "using: uepoll");
+	if (strstr(line, w->want))
+		w->lib = 1;
+}
+
+/* 0 if the lines showed backend be, else -1 (said on stderr) */
+static int le_seen_check(const struct le_seen *w, const char *be)
+{
+	if (w->method && w->lib)
+		return 0;
+	fprintf(stderr, "%s: the server did not run libevent's %s backend%s%s\n", tool_prog,
+		w->stock ? "epoll" : "uepoll", w->stock ? "" : " on the library's ",
+		w->stock ? "" : be);
+	return -1;
+}
+
+/*
  * The server's first lines until `ready` appears: 0, or -1 (it ended, or
  * its libevent did not pick the backend asked for).
  */
 static int le_ready(FILE *sf, const char *be, const char *ready)
 {
-	char line[512], want[64];
-	int stock = !strcmp(be, "stock-epoll"), method = 0, lib = stock;
+	struct le_seen w;
+	char line[512];
 
-	snprintf(want, sizeof(want), "uepoll backend: %s", be);
+	le_seen_init(&w, be);
 	while (fgets(line, sizeof(line), sf)) {
-		if (strstr(line, "libevent using: "))
-			method = !!strstr(line, stock ? "using: epoll" : "using: uepoll");
-		if (strstr(line, want))
-			lib = 1;
+		le_seen_line(&w, line);
 		if (strstr(line, ready))
 			break;
 	}
-	if (!method || !lib)
-		fprintf(stderr, "%s: the server did not run libevent's %s backend%s%s\n", tool_prog,
-			stock ? "epoll" : "uepoll", stock ? "" : " on the library's ", stock ? "" : be);
-	return method && lib ? 0 : -1;
+	return le_seen_check(&w, be);
 }
 
 /*
@@ -1783,17 +1814,15 @@ static int le_ready(FILE *sf, const char *be, const char *ready)
  */
 static double le_stop(pid_t spid, FILE *sf, const char *be, int check, int *nstats, double *cpu_us)
 {
-	char line[512], want[64];
-	int stock = !strcmp(be, "stock-epoll"), method = 0, lib = stock, n = 0, st = 0;
+	struct le_seen w;
+	char line[512];
+	int n = 0, st = 0;
 	double sys = -1;
 
-	snprintf(want, sizeof(want), "uepoll backend: %s", be);
+	le_seen_init(&w, be);
 	kill(spid, SIGTERM);
 	while (fgets(line, sizeof(line), sf)) {
-		if (strstr(line, "libevent using: "))
-			method = !!strstr(line, stock ? "using: epoll" : "using: uepoll");
-		if (strstr(line, want))
-			lib = 1;
+		le_seen_line(&w, line);
 		if (!strncmp(line, "uepoll-stats: ", 14)) {
 			sys = (sys < 0 ? 0 : sys) + kv(line + 14, "syscalls");
 			n++;
@@ -1805,16 +1834,13 @@ static double le_stop(pid_t spid, FILE *sf, const char *be, int check, int *nsta
 	if (nstats)
 		*nstats = n;
 	*cpu_us = wait_cpu_us(spid, &st);
-	if (check && (!method || !lib)) {
-		fprintf(stderr, "%s: the server did not run libevent's %s backend%s%s\n", tool_prog,
-			stock ? "epoll" : "uepoll", stock ? "" : " on the library's ", stock ? "" : be);
+	if (check && le_seen_check(&w, be) < 0)
 		return -2;
-	}
 	if (!check && (*cpu_us < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)) {
 		fprintf(stderr, "%s: server (%s) ended with status 0x%x\n", tool_prog, be, st);
 		*cpu_us = -1;
 	}
-	return stock ? -1 : sys;
+	return w.stock ? -1 : sys;
 }
 
 /* 1 if something listens on the loopback's port (a connect succeeds) */
