@@ -38,23 +38,6 @@
 #include <time.h>
 #include "internal.h"
 
-/*
- * Under valgrind no sleep rides on the ctls: it runs one thread at a time
- * and takes io_uring_enter() for a call that does not block, so another
- * thread could not run while we slept there (nor would it see the
- * kernel's writes into evs by io_uring).  Its client request is a few
- * instructions that do nothing outside it; without its header, nothing.
- */
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#define UNDER_VALGRIND()	RUNNING_ON_VALGRIND
-#endif
-#endif
-#ifndef UNDER_VALGRIND
-#define UNDER_VALGRIND()	0
-#endif
-
 enum { AUX_UNTRIED, AUX_READY, AUX_OFF };
 
 /* user_data of the sleep's poll (__uepoll_aux_epoll_ctl() with a sleep):

@@ -17,6 +17,24 @@
 
 #define __hidden __attribute__((visibility("hidden")))
 
+/*
+ * Under valgrind no sleep rides on a submission (batch.c, uring.c): it
+ * runs one thread at a time and takes io_uring_enter() for a call that
+ * does not block, so another thread could not run while we slept there
+ * (nor would it see the kernel's writes into evs by io_uring).  Its
+ * client request is a few instructions that do nothing outside it;
+ * without its header, nothing.
+ */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define UNDER_VALGRIND()	RUNNING_ON_VALGRIND
+#endif
+#endif
+#ifndef UNDER_VALGRIND
+#define UNDER_VALGRIND()	0
+#endif
+
 /* what the backend's kernel call checks of epoll_ctl(2)'s rules */
 enum uepoll_checks {
 	UEPOLL_CHECKS_NONE,	/* nothing (io_uring polls): the library checks all */

@@ -52,7 +52,11 @@
  * drops the registration of that number (uring_gone()).
  *
  * Locking: one mutex for the SQ and the slot table, taken by ctl and by a
- * harvest that found completions; the empty-CQ path takes no lock.
+ * harvest that found completions; the empty-CQ path takes no lock.  The
+ * sleep of uepoll_ctl_wait() submits the SQEs its changes queued
+ * (uring_ctl_sleep()): the tail is handed to the kernel under the lock,
+ * the io_uring_enter() is made without it, and a submit of another
+ * thread meanwhile takes those SQEs with its own.
  *
  * Setup flags: CQSIZE, COOP_TASKRUN and TASKRUN_FLAG (README.md, "The
  * io_uring backend").  A poll's wake-up is finished by task work of the
@@ -694,42 +698,52 @@ static void batch_submit(struct uepoll *u, struct uring_priv *p)
 }
 
 /*
- * uepoll_ctl_batch(), by UEPOLL_AUX_MAX changes: the fstat() each change's
- * checks need, all in one io_uring_enter() of the batch helper (batch.c:
+ * Changes ch[0..m), m <= UEPOLL_AUX_MAX: the fstat() each one's checks
+ * need, all in one io_uring_enter() of the batch helper (batch.c:
  * IORING_OP_STATX); then, under the lock, each change's checks and its
  * table operation in order (EEXIST, ENOENT, ENOSPC from the table, as
- * uepoll_ctl() has them), the SQEs queued, and one submit for them all.
+ * uepoll_ctl() has them), their SQEs queued.  Returns with p->lock held
+ * and the SQEs not submitted.
  */
-static int uring_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
+static void batch_apply(struct uepoll *u, struct uring_priv *p, struct uepoll_change *ch,
+			unsigned m)
 {
-	struct uring_priv *p = u->priv;
 	int fds[UEPOLL_AUX_MAX], kind[UEPOLL_AUX_MAX];
 	struct uepoll_ident id[UEPOLL_AUX_MAX];
 	struct epoll_event e;
-	unsigned i, k, m;
+	unsigned k;
+
+	for (k = 0; k < m; k++) {
+		fds[k] = ch[k].fd;
+		kind[k] = UEPOLL_KIND_UNKNOWN;
+		id[k].fd = -1;
+		id[k].valid = 0;
+	}
+	__uepoll_aux_fd_kinds(u, p->aux, fds, kind, id, m);
+	pthread_mutex_lock(&p->lock);
+	p->batching = 1;
+	for (k = 0; k < m; k++) {
+		struct uepoll_change *c = &ch[k];
+
+		__uepoll_ident = id[k];
+		c->res = __uepoll_ctl_check(u, c->op, c->fd, &c->ev, &e, kind[k]);
+		if (c->res == -EBADF && c->op != EPOLL_CTL_ADD && c->fd >= 0)
+			uring_gone_locked(u, p, c->fd);
+		if (!c->res)
+			c->res = uring_ctl_locked(u, p, c->op, c->fd, &e);
+	}
+	p->batching = 0;
+}
+
+/* uepoll_ctl_batch(), by UEPOLL_AUX_MAX changes, one submit for each */
+static int uring_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
+{
+	struct uring_priv *p = u->priv;
+	unsigned i, m;
 
 	for (i = 0; i < n; i += m) {
 		m = n - i < UEPOLL_AUX_MAX ? n - i : UEPOLL_AUX_MAX;
-		for (k = 0; k < m; k++) {
-			fds[k] = ch[i + k].fd;
-			kind[k] = UEPOLL_KIND_UNKNOWN;
-			id[k].fd = -1;
-			id[k].valid = 0;
-		}
-		__uepoll_aux_fd_kinds(u, p->aux, fds, kind, id, m);
-		pthread_mutex_lock(&p->lock);
-		p->batching = 1;
-		for (k = 0; k < m; k++) {
-			struct uepoll_change *c = &ch[i + k];
-
-			__uepoll_ident = id[k];
-			c->res = __uepoll_ctl_check(u, c->op, c->fd, &c->ev, &e, kind[k]);
-			if (c->res == -EBADF && c->op != EPOLL_CTL_ADD && c->fd >= 0)
-				uring_gone_locked(u, p, c->fd);
-			if (!c->res)
-				c->res = uring_ctl_locked(u, p, c->op, c->fd, &e);
-		}
-		p->batching = 0;
+		batch_apply(u, p, ch + i, m);
 		batch_submit(u, p);
 		pthread_mutex_unlock(&p->lock);
 	}
@@ -1328,6 +1342,121 @@ static int uring_level_sleep(struct uepoll *u, int timeout_ms)
 }
 
 /*
+ * The SQEs queued under p->lock, handed to the kernel (the SQ tail) for
+ * an io_uring_enter() made after the lock is dropped; how many are
+ * pending.  Caller holds p->lock.  liburing's own submit does the same
+ * (sqe_head: what the tail shows); a submit of another thread before
+ * that enter takes them with its own.
+ */
+static unsigned sq_publish(struct uring_priv *p)
+{
+	struct io_uring_sq *sq = &p->ring.sq;
+	unsigned tail = sq->sqe_tail;
+
+	sq->sqe_head = tail;
+	/* release: the SQEs written before it; pairs with the acquire load
+	 * of the SQ tail in the kernel's io_sqring_entries(), from
+	 * io_submit_sqes() in uring_ctl_sleep()'s enter or another
+	 * thread's submit().  khead: our own kernel's store, read after it
+	 * in program order (no other thread submits under the lock) */
+	io_uring_smp_store_release(sq->ktail, tail);
+	return tail - IO_URING_READ_ONCE(*sq->khead);
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * uepoll_ctl_wait() with a sleep (timeout_ms != 0), uepoll_ctl_defer()'s
+ * changes included: the changes as uring_batch() applies them, and the
+ * sleep's io_uring_enter() submits their SQEs (GETEVENTS, one completion,
+ * the timeout as EXT_ARG): one system call where the submit and the
+ * sleep (uring_sleep()'s ppoll()) were two.  The enter ends at once when
+ * completions are pending or our task work posts one, as that ppoll()
+ * does.  0: uepoll_wait() follows (it harvests first); -EINTR: a signal
+ * ended the sleep.  Not taken (the SQEs submitted as uring_batch()
+ * submits them, 0) when an ADD or MOD failed (uepoll_ctl_wait() returns
+ * at once), completions are pending, the level list is not empty (its
+ * files are asked in uring_level_sleep()'s ppoll()), or under valgrind.
+ *
+ * The kernel waits only if it submitted all it was given, and then
+ * answers that count, not how the wait ended: completions pending or the
+ * time up say 0, else a signal ended it (-EINTR).  One that submitted
+ * fewer did not wait: another thread's submit took the rest (their
+ * polls are that thread's: the fresh rule is off from then on, as after
+ * any submit that left SQEs), or the kernel refused (EAGAIN, EBUSY:
+ * submitted again now, as uring_batch() would).  uepoll_wait() follows.
+ */
+static int uring_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned n,
+			   struct epoll_event *evs, int max, int timeout_ms)
+{
+	struct uring_priv *p = u->priv;
+	struct io_uring_getevents_arg arg = { 0 };
+	struct __kernel_timespec ts;
+	int sleep = !UNDER_VALGRIND(), ret, waited;
+	unsigned i, m, k;
+	int64_t t0;
+
+	(void)evs;
+	(void)max;
+	if (!n)
+		return 0;
+	for (i = 0; i < n; i += m) {
+		m = n - i < UEPOLL_AUX_MAX ? n - i : UEPOLL_AUX_MAX;
+		batch_apply(u, p, ch + i, m);
+		if (i + m < n) {
+			batch_submit(u, p);
+			pthread_mutex_unlock(&p->lock);
+		}
+	}
+	for (i = 0; i < n; i++)
+		if (ch[i].res < 0 && ch[i].op != EPOLL_CTL_DEL)
+			sleep = 0;
+	if (!sleep || p->nlvl || uring_ready(u)) {
+		batch_submit(u, p);
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	k = sq_publish(p);
+	p->need_submit = 0;	/* the enter submits what the harvester queued too */
+	pthread_mutex_unlock(&p->lock);
+
+	if (timeout_ms >= 0) {
+		ts.tv_sec = timeout_ms / 1000;
+		ts.tv_nsec = (long long)(timeout_ms % 1000) * 1000000;
+		arg.ts = (uint64_t)(uintptr_t)&ts;
+	}
+	fresh_begin(p);
+	STAT_SYS(u);
+	t0 = mono_ns();
+	ret = io_uring_enter2((unsigned)p->ring.ring_fd, k, 1,
+			      IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
+			      (sigset_t *)&arg, sizeof(arg));
+	waited = k ? ret == (int)k : (ret == 0 || ret == -ETIME || ret == -EINTR);
+	if (!waited) {
+		fresh_end(p);
+		pthread_mutex_lock(&p->lock);
+		if (ret >= 0)	/* fewer: another thread took them, or the kernel left some */
+			__atomic_store_n(&p->fresh_ok, 0, __ATOMIC_RELAXED);
+		batch_submit(u, p);
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	HSTAT(u, sleeps, 1);
+	if (ret == -EINTR ||
+	    (k && !uring_ready(u) && (timeout_ms < 0 || mono_ns() - t0 < (int64_t)timeout_ms * 1000000))) {
+		fresh_end(p);	/* back to the program without a harvest */
+		return -EINTR;
+	}
+	return 0;
+}
+
+/*
  * uepoll_set_lazy_poll(): with registrations on the level list and no
  * completion pending, a harvest would only poll them, which the level
  * sleep does too: 2, a wait spins first (the completions that come are
@@ -1353,6 +1482,7 @@ const struct uepoll_ops __uepoll_uring_ops __hidden = {
 	.exit = uring_exit,
 	.ctl = uring_ctl,
 	.batch = uring_batch,
+	.ctl_sleep = uring_ctl_sleep,
 	.harvest = uring_harvest,
 	.drained = uring_drained,
 	.gone = uring_gone,

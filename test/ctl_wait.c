@@ -12,12 +12,14 @@
  *  - where the backend folds the changes into the sleep (native with
  *    io_uring, epoll with IORING_OP_EPOLL_WAIT; not under valgrind),
  *    changes + sleep + the harvest of the event that ended it are one
- *    system call (uepoll_get_stats(3)); printed for every backend;
+ *    system call (uepoll_get_stats(3)); printed for every backend; on
+ *    uring the changes' fstat()s and one call that submits and sleeps;
  *  - a level-triggered event still ready is reported again at once, the
  *    sleep not entered;
  *  - the sleep holds no lock: another thread's uepoll_ctl() and batch
  *    return at once, and its ADD of a ready fd ends the sleep;
- *  - a signal ends the sleep with -EINTR, the changes applied;
+ *  - a signal ends the sleep with -EINTR, the changes applied; a sleep
+ *    that outlasts its timeout returns 0, not -EINTR;
  *  - the call's own errors (-EINVAL, -EBADF) apply nothing.
  */
 #include <fcntl.h>
@@ -232,10 +234,12 @@ static void wake(void)
 
 	t_init(&u, 8);
 	folded = folds(&u);
-	/* warm: the helper ring is set up at the first use */
+	/* warm: the helper ring is set up at the first batch of two */
 	t_change(&c[0], EPOLL_CTL_ADD, efd[3], EPOLLIN | EPOLLET, 30);
-	CHECK_EQ(ctl_wait_retry(&u, c, 1, evs, 8, 10), 0);
+	t_change(&c[1], EPOLL_CTL_MOD, efd[3], EPOLLIN | EPOLLET, 31);
+	CHECK_EQ(ctl_wait_retry(&u, c, 2, evs, 8, 10), 0);
 	CHECK_EQ(c[0].res, 0);
+	CHECK_EQ(c[1].res, 0);
 
 	t_change(&c[0], EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 20);
 	t_change(&c[1], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 21);
@@ -267,6 +271,17 @@ static void wake(void)
 	if (folded) {
 		CHECK_EQ(s_sleep, 1);
 		CHECK_EQ(s_ready, 1);
+	}
+	/*
+	 * uring: the changes' fstat()s (one io_uring_enter() of the batch
+	 * helper for both, or one fstat() each), then one io_uring_enter()
+	 * that submits their polls and sleeps (not under valgrind)
+	 */
+	if (!strcmp(uepoll_backend_name(&u), "uring") && !under_valgrind()) {
+		uint64_t want = (t_folds_sleep() ? 1 : 2) + 1;
+
+		CHECK_EQ(s_sleep, want);
+		CHECK_EQ(s_ready, want);
 	}
 	for (int i = 0; i < 4; i++)
 		t_read(efd[i]);
@@ -443,6 +458,33 @@ static void intr(void)
 	signal(SIGUSR1, SIG_DFL);
 }
 
+/*
+ * A sleep that outlasts its timeout: 0, after the timeout, not -EINTR
+ * (on uring the enter that submits a MOD answers how many it submitted,
+ * not how its wait ended).  A spurious -EINTR (ctl_wait_retry()) is
+ * allowed a few times.
+ */
+static void timeout(void)
+{
+	struct uepoll u;
+	struct uepoll_change c;
+	struct epoll_event evs[8];
+	int r = -EINTR, tries;
+	int64_t t0 = 0;
+
+	t_init(&u, 8);
+	CHECK_EQ(t_add(&u, efd[0], EPOLLIN | EPOLLET, 60), 0);
+	for (tries = 0; tries < 5 && r == -EINTR; tries++) {
+		t_change(&c, EPOLL_CTL_MOD, efd[0], EPOLLIN | EPOLLET, 61);
+		t0 = ms_now();
+		r = uepoll_ctl_wait(&u, &c, 1, evs, 8, 50);
+		CHECK_EQ(c.res, 0);
+	}
+	CHECK_EQ(r, 0);
+	CHECK(ms_now() - t0 >= 45);
+	uepoll_exit(&u);
+}
+
 /* the call's own errors: nothing applied */
 static void bad_args(void)
 {
@@ -484,6 +526,7 @@ int main(void)
 	level();
 	concurrent();
 	intr();
+	timeout();
 	bad_args();
 	setenv("UEPOLL_BATCH", "loop", 1);	/* the unfolded path */
 	parity();
