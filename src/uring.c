@@ -1390,7 +1390,8 @@ static int64_t mono_ns(void)
  * fewer did not wait: another thread's submit took the rest (their
  * polls are that thread's: the fresh rule is off from then on, as after
  * any submit that left SQEs), or the kernel refused (EAGAIN, EBUSY:
- * submitted again now, as uring_batch() would).  uepoll_wait() follows.
+ * submitted again now, as uring_batch() would; EINTR: the same, and the
+ * call ends as a signal ends it).  Else uepoll_wait() follows.
  */
 static int uring_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 			   struct epoll_event *evs, int max, int timeout_ms)
@@ -1445,7 +1446,7 @@ static int uring_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned 
 			__atomic_store_n(&p->fresh_ok, 0, __ATOMIC_RELAXED);
 		batch_submit(u, p);
 		pthread_mutex_unlock(&p->lock);
-		return 0;
+		return ret == -EINTR ? ret : 0;	/* a signal before it submitted */
 	}
 	HSTAT(u, sleeps, 1);
 	if (ret == -EINTR ||
