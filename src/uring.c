@@ -1357,8 +1357,8 @@ static unsigned sq_publish(struct uring_priv *p)
 	/* release: the SQEs written before it; pairs with the acquire load
 	 * of the SQ tail in the kernel's io_sqring_entries(), from
 	 * io_submit_sqes() in uring_ctl_sleep()'s enter or another
-	 * thread's submit().  khead: our own kernel's store, read after it
-	 * in program order (no other thread submits under the lock) */
+	 * thread's submit().  khead: a plain load, as liburing's flush; an
+	 * old value overstates the count, never more is submitted */
 	io_uring_smp_store_release(sq->ktail, tail);
 	return tail - IO_URING_READ_ONCE(*sq->khead);
 }
