@@ -240,14 +240,6 @@ static void aux_queue_ctls(struct uepoll_aux *a, const struct uepoll_aux_ctl *c,
 	}
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * An epoll wait still holds the caller's buffer: cancel it and reap its
  * completion (the events it took meanwhile, or -ECANCELED) into a->nev.
@@ -355,7 +347,7 @@ static unsigned aux_sleep(struct uepoll *u, struct uepoll_aux *a, const struct u
 	queued = io_uring_sq_ready(&a->ring);
 	for (i = 0; i < n; i++)
 		res[i] = -EIO;
-	t0 = mono_ms();
+	t0 = __uepoll_now_ns();
 	STAT_SYS(u);
 	io_uring_submit_and_wait_timeout(&a->ring, &cqe, n + 1, &ts, NULL);
 	sub = queued - io_uring_sq_ready(&a->ring);
@@ -372,7 +364,7 @@ static unsigned aux_sleep(struct uepoll *u, struct uepoll_aux *a, const struct u
 		sl->ret = 0;
 	else if (a->nev == -ECANCELED && !a->armed)
 		sl->ret = 0;	/* a failed change cancelled it */
-	else if (!a->armed || mono_ms() - t0 >= ms)
+	else if (!a->armed || __uepoll_now_ns() - t0 >= ms * 1000000)
 		sl->ret = 1;
 	else
 		sl->ret = -EINTR;

@@ -140,6 +140,10 @@ int __uepoll_ctl_check(struct uepoll *u, int op, int fd, const struct epoll_even
 uint32_t __uepoll_drained_bits(uint32_t events) __hidden;
 /* UEPOLL_* numbers: 0, or -EINVAL if malformed (uepoll.c) */
 int __uepoll_env_uint(const char *name, uint32_t dflt, uint32_t max, uint32_t *out) __hidden;
+/* CLOCK_MONOTONIC in nanoseconds: the waits' deadlines and timings */
+int64_t __uepoll_now_ns(void) __hidden;
+/* 1 if an ADD or MOD of the n changes failed: a wait given them returns at once (uepoll.c) */
+int __uepoll_add_mod_failed(const struct uepoll_change *ch, unsigned n) __hidden;
 /* 0 pollable kind of file, -EPERM regular file or directory, -EBADF */
 int __uepoll_fd_kind(struct uepoll *u, int fd) __hidden;
 

@@ -701,7 +701,7 @@ UEPOLL_API int __uepoll_harvest(struct uepoll *u, struct epoll_event *evs, int m
 	return ret;
 }
 
-static int64_t now_ns(void)
+int64_t __uepoll_now_ns(void)
 {
 	struct timespec ts;
 
@@ -732,7 +732,7 @@ static int wait_more(struct uepoll *u, const struct uepoll_ops *ops,
 	int ret, asked = 0, spun = 0;
 
 	if (timeout_ms > 0)
-		deadline = now_ns() + (int64_t)timeout_ms * 1000000;
+		deadline = __uepoll_now_ns() + (int64_t)timeout_ms * 1000000;
 	for (;;) {
 		int64_t left = -1;
 
@@ -774,7 +774,7 @@ static int wait_more(struct uepoll *u, const struct uepoll_ops *ops,
 		}
 		spun = 0;
 		if (timeout_ms > 0) {
-			left = deadline - now_ns();
+			left = deadline - __uepoll_now_ns();
 			if (left <= 0) {
 				__atomic_store_n(&u->spin_t0, 0, __ATOMIC_RELAXED);
 				return 0;
@@ -819,7 +819,7 @@ static int remaining_ms(int64_t deadline, int timeout_ms)
 
 	if (timeout_ms <= 0)
 		return timeout_ms;
-	left = deadline - now_ns();
+	left = deadline - __uepoll_now_ns();
 	return left <= 0 ? 0 : (int)((left + 999999) / 1000000);
 }
 
@@ -832,7 +832,7 @@ static int remaining_ms(int64_t deadline, int timeout_ms)
  * wait include the redone registration's).  A DEL's failure leaves
  * nothing unwatched.
  */
-static int add_mod_failed(const struct uepoll_change *ch, unsigned n)
+int __uepoll_add_mod_failed(const struct uepoll_change *ch, unsigned n)
 {
 	unsigned i;
 
@@ -871,10 +871,10 @@ static int ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 			if (ret < 0)
 				return ret;
 		}
-		return add_mod_failed(ch, n) ? 0 : wait_(u, evs, max, timeout_ms);
+		return __uepoll_add_mod_failed(ch, n) ? 0 : wait_(u, evs, max, timeout_ms);
 	}
 	if (timeout_ms > 0)
-		deadline = now_ns() + (int64_t)timeout_ms * 1000000;
+		deadline = __uepoll_now_ns() + (int64_t)timeout_ms * 1000000;
 	__uepoll_in_ctl = 1;
 	ret = ops->ctl_sleep(u, ch, n, evs, max, timeout_ms);
 	__uepoll_in_ctl = 0;
@@ -884,7 +884,7 @@ static int ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
 	HSTAT(u, waits, 1);
 	if (ret != 0)
 		return ret;	/* events, or -EINTR */
-	if (add_mod_failed(ch, n))
+	if (__uepoll_add_mod_failed(ch, n))
 		return 0;
 	return wait_backend(u, ops, evs, max, remaining_ms(deadline, timeout_ms));
 }
@@ -1224,7 +1224,7 @@ int __uepoll_spin(struct uepoll *u, int (*ready)(struct uepoll *u))
 	if (__atomic_load_n(&u->spin_max, __ATOMIC_RELAXED)) {
 		uint32_t after = (uint32_t)__atomic_load_n(&spin_cold_after, __ATOMIC_RELAXED);
 
-		t0 = now_ns();
+		t0 = __uepoll_now_ns();
 		n += __atomic_load_n(&u->spin_window, __ATOMIC_RELAXED);
 		/* cold: no spin, the sleep is timed (spin_woke()) */
 		if (after && __atomic_load_n(&u->spin_cold, __ATOMIC_RELAXED) >= after)
@@ -1263,7 +1263,7 @@ int __uepoll_spin(struct uepoll *u, int (*ready)(struct uepoll *u))
 		 * the window for.  A real slowdown still gets through, by a
 		 * quarter per spin.
 		 */
-		uint64_t ps = (uint64_t)(now_ns() - t0) * 1000 / n;
+		uint64_t ps = (uint64_t)(__uepoll_now_ns() - t0) * 1000 / n;
 		uint32_t old = __atomic_load_n(&u->spin_check_ps, __ATOMIC_RELAXED);
 
 		if (old && ps > 2 * (uint64_t)old)
@@ -1288,7 +1288,7 @@ static void spin_woke(struct uepoll *u)
 	max = __atomic_load_n(&u->spin_max, __ATOMIC_RELAXED);
 	w = __atomic_load_n(&u->spin_window, __ATOMIC_RELAXED);
 	ps = __atomic_load_n(&u->spin_check_ps, __ATOMIC_RELAXED);
-	idle = (uint64_t)(now_ns() - t0) * 1000 / (ps ? ps : SPIN_CHECK_PS);
+	idle = (uint64_t)(__uepoll_now_ns() - t0) * 1000 / (ps ? ps : SPIN_CHECK_PS);
 	cold = __atomic_load_n(&u->spin_cold, __ATOMIC_RELAXED);
 	if (idle > (uint64_t)max + __atomic_load_n(&u->spin, __ATOMIC_RELAXED))
 		cold += cold < SPIN_COLD_CAP;

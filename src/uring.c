@@ -735,18 +735,35 @@ static void batch_apply(struct uepoll *u, struct uring_priv *p, struct uepoll_ch
 	p->batching = 0;
 }
 
-/* uepoll_ctl_batch(), by UEPOLL_AUX_MAX changes, one submit for each */
-static int uring_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
+/*
+ * n changes by UEPOLL_AUX_MAX, each run of them applied by batch_apply()
+ * and submitted but the last: returns with p->lock held and the last
+ * run's SQEs queued, for the caller to submit.
+ */
+static void batch_apply_all(struct uepoll *u, struct uring_priv *p, struct uepoll_change *ch,
+			    unsigned n)
 {
-	struct uring_priv *p = u->priv;
 	unsigned i, m;
 
 	for (i = 0; i < n; i += m) {
 		m = n - i < UEPOLL_AUX_MAX ? n - i : UEPOLL_AUX_MAX;
 		batch_apply(u, p, ch + i, m);
+		if (i + m == n)
+			return;
 		batch_submit(u, p);
 		pthread_mutex_unlock(&p->lock);
 	}
+	pthread_mutex_lock(&p->lock);	/* n == 0 */
+}
+
+/* uepoll_ctl_batch(): one submit for each UEPOLL_AUX_MAX changes */
+static int uring_batch(struct uepoll *u, struct uepoll_change *ch, unsigned n)
+{
+	struct uring_priv *p = u->priv;
+
+	batch_apply_all(u, p, ch, n);
+	batch_submit(u, p);
+	pthread_mutex_unlock(&p->lock);
 	return 0;
 }
 
@@ -1363,14 +1380,6 @@ static unsigned sq_publish(struct uring_priv *p)
 	return tail - IO_URING_READ_ONCE(*sq->khead);
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /*
  * uepoll_ctl_wait() with a sleep (timeout_ms != 0), uepoll_ctl_defer()'s
  * changes included: the changes as uring_batch() applies them, and the
@@ -1399,26 +1408,16 @@ static int uring_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned 
 	struct uring_priv *p = u->priv;
 	struct io_uring_getevents_arg arg = { 0 };
 	struct __kernel_timespec ts;
-	int sleep = !UNDER_VALGRIND(), ret, waited;
-	unsigned i, m, k;
+	int ret, waited;
+	unsigned k;
 	int64_t t0;
 
 	(void)evs;
 	(void)max;
 	if (!n)
 		return 0;
-	for (i = 0; i < n; i += m) {
-		m = n - i < UEPOLL_AUX_MAX ? n - i : UEPOLL_AUX_MAX;
-		batch_apply(u, p, ch + i, m);
-		if (i + m < n) {
-			batch_submit(u, p);
-			pthread_mutex_unlock(&p->lock);
-		}
-	}
-	for (i = 0; i < n; i++)
-		if (ch[i].res < 0 && ch[i].op != EPOLL_CTL_DEL)
-			sleep = 0;
-	if (!sleep || p->nlvl || uring_ready(u)) {
+	batch_apply_all(u, p, ch, n);
+	if (UNDER_VALGRIND() || __uepoll_add_mod_failed(ch, n) || p->nlvl || uring_ready(u)) {
 		batch_submit(u, p);
 		pthread_mutex_unlock(&p->lock);
 		return 0;
@@ -1434,7 +1433,7 @@ static int uring_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned 
 	}
 	fresh_begin(p);
 	STAT_SYS(u);
-	t0 = mono_ns();
+	t0 = __uepoll_now_ns();
 	ret = io_uring_enter2((unsigned)p->ring.ring_fd, k, 1,
 			      IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
 			      (sigset_t *)&arg, sizeof(arg));
@@ -1450,7 +1449,7 @@ static int uring_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned 
 	}
 	HSTAT(u, sleeps, 1);
 	if (ret == -EINTR ||
-	    (k && !uring_ready(u) && (timeout_ms < 0 || mono_ns() - t0 < (int64_t)timeout_ms * 1000000))) {
+	    (k && !uring_ready(u) && (timeout_ms < 0 || __uepoll_now_ns() - t0 < (int64_t)timeout_ms * 1000000))) {
 		fresh_end(p);	/* back to the program without a harvest */
 		return -EINTR;
 	}

@@ -170,6 +170,20 @@ static void parity(void)
 	CHECK_EQ(r, 1);
 	CHECK_EQ(evs[0].data.u64, 9);
 	t_read(efd[0]);
+	/* nothing ready: a failed MOD alone, then a failed ADD beside one
+	 * that is submitted, still 0 at once */
+	t_change(&c[0], EPOLL_CTL_MOD, efd[1], EPOLLIN | EPOLLET, 16);	/* ENOENT */
+	t0 = ms_now();
+	CHECK_EQ(ctl_wait_retry(&uw, c, 1, evs, 8, 3000), 0);
+	CHECK(ms_now() - t0 < 2000);
+	CHECK_EQ(c[0].res, -ENOENT);
+	t_change(&c[0], EPOLL_CTL_ADD, closed_fd, EPOLLIN | EPOLLET, 17);	/* EBADF */
+	t_change(&c[1], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 18);
+	t0 = ms_now();
+	CHECK_EQ(ctl_wait_retry(&uw, c, 2, evs, 8, 3000), 0);
+	CHECK(ms_now() - t0 < 2000);
+	CHECK_EQ(c[0].res, -EBADF);
+	CHECK_EQ(c[1].res, 0);
 	uepoll_exit(&uw);
 	uepoll_exit(&us);
 }
