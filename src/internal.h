@@ -65,9 +65,9 @@ struct uepoll_ops {
 	 * batch (nothing applied).  NULL: uepoll_ctl_batch() loops on ctl */
 	int (*batch)(struct uepoll *u, struct uepoll_change *ch, unsigned n);
 	int (*harvest)(struct uepoll *u, struct epoll_event *evs, int max);
-	/* optional: a DEL or MOD of fd found it closed (EBADF before the
-	 * backend was asked): forget a registration the backend still holds
-	 * for that number (uring: its poll keeps the file open) */
+	/* optional: a change of fd found the number closed or naming a file
+	 * no registration can have (__uepoll_number_gone()): forget one the
+	 * backend still holds for it (uring: its poll keeps the file open) */
 	void (*gone)(struct uepoll *u, int fd);
 	/* optional: uepoll_drained(3), fd >= 0; NULL: nothing to do (the
 	 * backend's level-triggered registrations cost nothing to re-check,
@@ -133,6 +133,17 @@ extern __thread int __uepoll_in_ctl __hidden;
 #define UEPOLL_KIND_UNKNOWN	1
 int __uepoll_ctl_check(struct uepoll *u, int op, int fd, const struct epoll_event *ev,
 		       struct epoll_event *e, int kind) __hidden;
+/*
+ * A change's checks answered EBADF (nothing open under fd) or EPERM (a
+ * regular file or a directory, which no registration can have): a
+ * registration of that number is of a file closed since, which epoll let
+ * go with its file, whatever the operation (ops->gone()).
+ */
+static inline int __uepoll_number_gone(int res, int fd)
+{
+	return (res == -EBADF || res == -EPERM) && fd >= 0;
+}
+
 /* the poll bits a uepoll_drained() hint can take off: all but ERR, HUP */
 #define UEPOLL_HINT_BITS	(0xffffu & ~(uint32_t)(EPOLLERR | EPOLLHUP))
 

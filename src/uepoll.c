@@ -609,7 +609,7 @@ static int ctl(struct uepoll *u, int op, int fd, struct epoll_event *ev)
 		return ret;
 	__uepoll_ident.valid = 0;
 	ret = __uepoll_ctl_check(u, op, fd, ev, &e, UEPOLL_KIND_UNKNOWN);
-	if (ret == -EBADF && op != EPOLL_CTL_ADD && fd >= 0 && ops_of(u->backend)->gone)
+	if (__uepoll_number_gone(ret, fd) && ops_of(u->backend)->gone)
 		ops_of(u->backend)->gone(u, fd);
 	if (ret)
 		return ret;

@@ -645,7 +645,7 @@ static int uring_ctl_locked(struct uepoll *u, struct uring_priv *p, int op, int 
 	return 0;
 }
 
-/* a DEL or MOD found fd closed: its registration, if any, goes */
+/* a change found fd closed or a regular file: its registration, if any, goes */
 static void uring_gone_locked(struct uepoll *u, struct uring_priv *p, int fd)
 {
 	int s = fdmap_get(&p->map, fd);
@@ -727,7 +727,7 @@ static void batch_apply(struct uepoll *u, struct uring_priv *p, struct uepoll_ch
 
 		__uepoll_ident = id[k];
 		c->res = __uepoll_ctl_check(u, c->op, c->fd, &c->ev, &e, kind[k]);
-		if (c->res == -EBADF && c->op != EPOLL_CTL_ADD && c->fd >= 0)
+		if (__uepoll_number_gone(c->res, c->fd))
 			uring_gone_locked(u, p, c->fd);
 		if (!c->res)
 			c->res = uring_ctl_locked(u, p, c->op, c->fd, &e);

@@ -8,7 +8,8 @@
  *    on uring the file is let go (the peer of a closed socket sees EOF);
  *  - the number reused by another file: ADD takes it (0), and its events
  *    come with the new data, none with the old; MOD of a reused number
- *    not added again: ENOENT; DEL: ENOENT;
+ *    not added again: ENOENT; DEL: ENOENT; reused by a regular file:
+ *    EPERM for each, and the registration is gone (uring: let go);
  *  - the same through uepoll_ctl_batch(); edge- and level-triggered;
  *  - a registration that outlives its failed DEL (a dup): dup_round().
  */
@@ -92,6 +93,26 @@ static void round_(int batch, uint32_t mode)
 	CHECK_EQ(both(EPOLL_CTL_DEL, p2[0], 0, 0, batch), 0);
 	close(p2[0]);
 	close(p2[1]);
+
+	/* closed, reused by a regular file: ADD, MOD and DEL say EPERM, and
+	 * the registration went with its file (uring: the first of them lets
+	 * it go, the peer sees EOF) */
+	for (i = 0; i < 3; i++) {
+		static const int ops[] = { EPOLL_CTL_DEL, EPOLL_CTL_MOD, EPOLL_CTL_ADD };
+
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
+		CHECK_EQ(both(EPOLL_CTL_ADD, sv[0], EPOLLIN | mode, 7, batch), 0);
+		fd = sv[0];
+		close(sv[0]);
+		CHECK_EQ(open("/proc/self/exe", O_RDONLY | O_CLOEXEC), fd);
+		CHECK_EQ(both(ops[i], fd, EPOLLIN | mode, 8, batch), -EPERM);
+		/* no reader left (EPIPE), nothing for the old registration */
+		CHECK_EQ(send(sv[1], "x", 1, MSG_NOSIGNAL), -1);
+		CHECK_EQ(read(sv[1], &c, 1), 0);
+		CHECK_EQ(one_event(), 0);
+		close(fd);
+		close(sv[1]);
+	}
 
 	/* closed, reused, not added: MOD and DEL say ENOENT */
 	CHECK(pipe2(p1, O_NONBLOCK | O_CLOEXEC) == 0);
