@@ -6,6 +6,7 @@
  * value compared with plain epoll's on the same files:
  *  - DEL of the closed fd: EBADF, and the place is free again (capacity);
  *    on uring the file is let go (the peer of a closed socket sees EOF);
+ *    an ADD of the closed number: EBADF, the same;
  *  - the number reused by another file: ADD takes it (0), and its events
  *    come with the new data, none with the old; MOD of a reused number
  *    not added again: ENOENT; DEL: ENOENT; reused by a regular file:
@@ -93,6 +94,15 @@ static void round_(int batch, uint32_t mode)
 	CHECK_EQ(both(EPOLL_CTL_DEL, p2[0], 0, 0, batch), 0);
 	close(p2[0]);
 	close(p2[1]);
+
+	/* closed, then ADD of the number: EBADF, and the registration went
+	 * with its file (uring: the ADD lets it go, the peer sees EOF) */
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
+	CHECK_EQ(both(EPOLL_CTL_ADD, sv[0], EPOLLIN | mode, 9, batch), 0);
+	close(sv[0]);
+	CHECK_EQ(both(EPOLL_CTL_ADD, sv[0], EPOLLIN | mode, 9, batch), -EBADF);
+	CHECK_EQ(read(sv[1], &c, 1), 0);
+	close(sv[1]);
 
 	/* closed, reused by a regular file: ADD, MOD and DEL say EPERM, and
 	 * the registration went with its file (uring: the first of them lets
