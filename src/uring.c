@@ -89,13 +89,20 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include "internal.h"
 
 #define UD_INTERNAL	(1ull << 63)	/* completion of a poll update/remove */
 #define UD_REMOVE	(1ull << 62)	/* ... of a poll remove */
+/* internal completions that are no slot's: a slot number no instance has */
+#define SLOT_CHECK	0xffffffffu	/* a change's statx (special_cqe()) */
+#define SLOT_TMO	0xfffffffeu	/* a ring sleep's count timeout (ring_sleep()) */
+#define UD_SPECIAL(slot, v)	(UD_INTERNAL | UD_REMOVE | UD((slot), (v) & GEN_MASK))
 #define GEN_MASK	0x3fffffffu
 #define UD(slot, gen)	(((uint64_t)(gen) << 32) | (uint32_t)(slot))
 
@@ -121,6 +128,24 @@ struct uslot {
 	uint8_t unpolled;	/* its event in the batch is of fresh completions only */
 	uint8_t hupped;		/* reported EPOLLERR, EPOLLHUP or EPOLLRDHUP since ADD/MOD */
 	uint64_t dev, ino;	/* the file registered (fstat() at ADD) */
+	int32_t chk;		/* the ADD's check in flight (struct ucheck), or -1 */
+};
+
+/*
+ * A change's checks in the ring (ring_apply()): the IORING_OP_STATX of
+ * its fd, submitted with the sleep.  user_data: UD_SPECIAL(SLOT_CHECK,
+ * seq << 7 | index); a completion whose seq is not the entry's is of an
+ * entry since reused, and dropped.
+ */
+#define CHECKS_MAX	128u
+#define CHECK_V(seq, i)	((((seq) & 0x7fffffu) << 7) | (i))
+enum { CHK_FREE, CHK_FLIGHT, CHK_DONE, CHK_ORPHAN };
+
+struct ucheck {
+	struct statx stx;	/* written by the kernel until the completion */
+	uint32_t seq;
+	int state;
+	int res;		/* the statx's, once CHK_DONE */
 };
 
 struct uring_priv {
@@ -152,6 +177,14 @@ struct uring_priv {
 	int need_submit;	/* harvest queued SQEs */
 	int batching;		/* in uepoll_ctl_batch(): submit at its end */
 	struct uepoll_aux *aux;	/* uepoll_ctl_batch()'s fstat()s */
+	struct ucheck *chk;	/* CHECKS_MAX, allocated at first use (ring_checks()) */
+	uint32_t chk_seq;
+	unsigned chk_live;	/* entries not CHK_FREE */
+	int rchk;		/* ring_checks(): 0 not asked yet, 1 yes, -1 no */
+	int ring_sleeping;	/* a ring_sleep() is between its apply and its evaluation */
+	struct io_uring_sqe *tmo_sqe;	/* ring_apply(): its count timeout's SQE */
+	uint32_t tmo_seq;	/* the last ring sleep's, in its timeout's user_data */
+	int tmo_done;		/* ... its timeout completed (count reached, or time) */
 };
 
 enum { SETUP_PLAIN, SETUP_COOP, SETUP_DEFER };
@@ -301,6 +334,7 @@ static int uring_init(struct uepoll *u, unsigned n, unsigned flags)
 	}
 	for (i = 0; i < n; i++) {
 		p->slots[i].fd = -1;
+		p->slots[i].chk = -1;
 		p->freel[i] = n - 1 - i;	/* lowest slot first */
 	}
 	p->nfree = n;
@@ -332,10 +366,38 @@ fail:
 	return ret;
 }
 
+/*
+ * The kernel writes a check's buffer until its completion, and the
+ * ring's exit does not wait for io-wq: wait for those in flight (100 ms
+ * at most; their memory is left to them past that).  1: p->chk may go.
+ */
+static void check_scan(struct uring_priv *p);
+
+static int checks_drain(struct uepoll *u, struct uring_priv *p)
+{
+	int64_t t0 = __uepoll_now_ns();
+	unsigned i, busy;
+
+	for (;;) {
+		check_scan(p);
+		for (i = 0, busy = 0; i < CHECKS_MAX; i++)
+			busy += p->chk[i].state == CHK_FLIGHT || p->chk[i].state == CHK_ORPHAN;
+		if (!busy)
+			return 1;
+		if (__uepoll_now_ns() - t0 > 100000000)
+			return 0;
+		STAT_SYS(u);
+		io_uring_get_events(&p->ring);
+		sched_yield();
+	}
+}
+
 static void uring_exit(struct uepoll *u)
 {
 	struct uring_priv *p = u->priv;
 
+	if (p->chk && checks_drain(u, p))
+		free(p->chk);
 	io_uring_queue_exit(&p->ring);	/* cancels every poll, unmaps, closes */
 	pthread_mutex_destroy(&p->lock);
 	__uepoll_aux_free(p->aux);
@@ -508,6 +570,158 @@ static int submit(struct uepoll *u, struct uring_priv *p)
 	return ret < 0 ? ret : 0;
 }
 
+
+/*
+ * The checks in the ring.  A check is the statx() of a change's fd that
+ * ring_apply() submitted with the sleep; its completion (check_cqe(), in
+ * any thread's harvest, or check_scan(), which reads the CQ without
+ * consuming it) makes the entry CHK_DONE.  Its owner is the sleep's
+ * evaluation (ring_eval()), which frees it (check_put()); an entry whose
+ * completion is not in sight then is CHK_ORPHAN until it comes: the
+ * kernel writes its buffer until then.  A slot whose ADD is still
+ * being checked has chk >= 0: a change of its fd reads the check first
+ * (slot_settle()).  Caller holds p->lock throughout.
+ */
+static int check_get(struct uring_priv *p)
+{
+	unsigned i;
+
+	for (i = 0; i < CHECKS_MAX; i++) {
+		struct ucheck *c = &p->chk[i];
+
+		if (c->state != CHK_FREE)
+			continue;
+		c->state = CHK_FLIGHT;
+		c->seq = ++p->chk_seq;
+		memset(&c->stx, 0, sizeof(c->stx));
+		p->chk_live++;
+		return (int)i;
+	}
+	return -1;
+}
+
+static void check_put(struct uring_priv *p, int i)
+{
+	struct ucheck *c = &p->chk[i];
+
+	if (c->state == CHK_FLIGHT) {
+		c->state = CHK_ORPHAN;
+		return;
+	}
+	c->state = CHK_FREE;
+	p->chk_live--;
+}
+
+/* a completion of a check or a count timeout: 1 if it was one, else 0 */
+static int special_cqe(struct uring_priv *p, uint64_t ud, int res)
+{
+	uint32_t v = (uint32_t)(ud >> 32) & GEN_MASK;
+	struct ucheck *c;
+
+	if ((uint32_t)ud == SLOT_TMO) {
+		if (v == (p->tmo_seq & GEN_MASK))
+			p->tmo_done = 1;
+		return 1;
+	}
+	if ((uint32_t)ud != SLOT_CHECK)
+		return 0;
+	c = &p->chk[v & (CHECKS_MAX - 1)];
+	if (CHECK_V(c->seq, v & (CHECKS_MAX - 1)) != v)
+		return 1;	/* an entry since reused */
+	if (c->state == CHK_FLIGHT) {
+		c->state = CHK_DONE;
+		c->res = res;
+	} else if (c->state == CHK_ORPHAN) {
+		c->state = CHK_FREE;
+		p->chk_live--;
+	}
+	return 1;
+}
+
+/*
+ * The special completions in the CQ, read where they are: the tail's
+ * acquire load pairs with the kernel's release store of it in
+ * io_commit_cqring() (after the CQE and, for a statx, after its
+ * copy_to_user() of the buffer), as reap() does.  The head is ours:
+ * every consumer moves it under p->lock.
+ */
+static void check_scan(struct uring_priv *p)
+{
+	struct io_uring *ring = &p->ring;
+	unsigned head = *ring->cq.khead;
+	unsigned tail = io_uring_smp_load_acquire(ring->cq.ktail);
+
+	for (; head != tail; head++) {
+		const struct io_uring_cqe *cqe = &ring->cq.cqes[head & *ring->cq.kring_mask];
+
+		if ((cqe->user_data & (UD_INTERNAL | UD_REMOVE)) == (UD_INTERNAL | UD_REMOVE))
+			special_cqe(p, cqe->user_data, cqe->res);
+	}
+}
+
+/*
+ * Check i done: 0; or -1 if its completion did not come within 2 ms
+ * (io-wq runs the statx; an enter runs what task work it needs and
+ * flushes overflowed completions).  A rare wait: the sleep waits for the
+ * checks it submitted (ring_sleep()).
+ */
+static int check_settle(struct uepoll *u, struct uring_priv *p, int i)
+{
+	const struct ucheck *c = &p->chk[i];
+	int64_t t0 = 0, now;
+
+	for (;;) {
+		if (c->state == CHK_DONE)
+			return 0;
+		check_scan(p);
+		if (c->state == CHK_DONE)
+			return 0;
+		now = __uepoll_now_ns();
+		if (!t0)
+			t0 = now;
+		else if (now - t0 > 2000000)
+			return -1;
+		STAT_SYS(u);
+		io_uring_get_events(&p->ring);
+		check_scan(p);
+		if (c->state != CHK_DONE)
+			sched_yield();
+	}
+}
+
+/*
+ * What check i says of fd (its entry put): the kind as __uepoll_fd_kind()
+ * gives it, and *id; where it cannot say (no check, not done in time, an
+ * error but EBADF), an fstat() now.
+ */
+static int check_kind(struct uepoll *u, struct uring_priv *p, int i, int fd,
+		      struct uepoll_ident *id)
+{
+	int kind = 1;
+
+	if (i >= 0 && check_settle(u, p, i) == 0) {
+		const struct ucheck *c = &p->chk[i];
+
+		if (c->res == -EBADF) {
+			kind = -EBADF;
+			id->valid = 0;
+		} else if (c->res == 0) {
+			kind = S_ISREG(c->stx.stx_mode) || S_ISDIR(c->stx.stx_mode) ? -EPERM : 0;
+			id->fd = fd;
+			id->valid = 1;
+			id->dev = (uint64_t)makedev(c->stx.stx_dev_major, c->stx.stx_dev_minor);
+			id->ino = c->stx.stx_ino;
+		}
+	}
+	if (i >= 0)
+		check_put(p, i);
+	if (kind == 1) {
+		kind = __uepoll_fd_kind(u, fd);
+		*id = __uepoll_ident;
+	}
+	return kind;
+}
+
 /*
  * The three ctl operations, called with p->lock held (as epoll's
  * do_epoll_ctl() calls ep_insert/ep_modify/ep_remove): uring_ctl() looks
@@ -539,6 +753,7 @@ static int ctl_add(struct uepoll *u, struct uring_priv *p, int fd,
 	sl->hupped = 0;
 	sl->dev = __uepoll_ident.valid && __uepoll_ident.fd == fd ? __uepoll_ident.dev : 0;
 	sl->ino = __uepoll_ident.valid && __uepoll_ident.fd == fd ? __uepoll_ident.ino : 0;
+	sl->chk = -1;
 	ret = arm(u, p, (uint32_t)s);
 	if (!ret)
 		ret = submit(u, p);
@@ -614,9 +829,53 @@ static int ctl_del(struct uepoll *u, struct uring_priv *p, int s, int fd)
 	sl->fd = -1;
 	sl->armed = 0;
 	sl->inlvl = 0;
+	sl->chk = -1;
 	fdmap_set(&p->map, fd, -1);
 	p->freel[p->nfree++] = (uint32_t)s;
 	return 0;
+}
+
+/*
+ * Slot s's ADD is still being checked (a ring sleep of another thread,
+ * or one whose completion had not come): what its check says now.  The
+ * file known, it is the slot's; the number was closed or names a
+ * regular file or directory: the ADD fails (its sleep's evaluation says
+ * so), and the registration goes.  The check's entry stays its sleep's.
+ */
+static void slot_settle(struct uepoll *u, struct uring_priv *p, int s)
+{
+	struct uslot *sl = &p->slots[s];
+	struct uepoll_ident id = { .fd = -1 };
+	int kind = 1;
+
+	if (sl->chk < 0)
+		return;
+	if (check_settle(u, p, sl->chk) == 0) {
+		const struct ucheck *c = &p->chk[sl->chk];
+
+		if (c->res == -EBADF) {
+			kind = -EBADF;
+		} else if (c->res == 0) {
+			kind = S_ISREG(c->stx.stx_mode) || S_ISDIR(c->stx.stx_mode) ? -EPERM : 0;
+			id.valid = 1;
+			id.dev = (uint64_t)makedev(c->stx.stx_dev_major, c->stx.stx_dev_minor);
+			id.ino = c->stx.stx_ino;
+		}
+	}
+	if (kind == 1) {	/* not in time: the file the number names now */
+		struct uepoll_ident saved = __uepoll_ident;	/* the caller's */
+
+		kind = __uepoll_fd_kind(u, sl->fd);
+		id = __uepoll_ident;
+		__uepoll_ident = saved;
+	}
+	sl->chk = -1;
+	if (kind) {
+		ctl_del(u, p, s, sl->fd);
+		return;
+	}
+	sl->dev = id.valid ? id.dev : 0;
+	sl->ino = id.valid ? id.ino : 0;
 }
 
 /* ctl, caller holds p->lock */
@@ -625,6 +884,11 @@ static int uring_ctl_locked(struct uepoll *u, struct uring_priv *p, int op, int 
 {
 	int s = fdmap_get(&p->map, fd);
 	const struct uepoll_ident *id = &__uepoll_ident;
+
+	if (s >= 0 && p->slots[s].chk >= 0) {
+		slot_settle(u, p, s);
+		s = fdmap_get(&p->map, fd);
+	}
 
 	/* fd was closed and its number reused since the ADD: that
 	 * registration went with its file, as in epoll */
@@ -907,6 +1171,8 @@ static int reap_cqe(struct uepoll *u, struct uring_priv *p, struct batch *b,
 	int more = !!(cqe->flags & IORING_CQE_F_MORE);
 	int res = cqe->res;
 
+	if ((ud & UD_INTERNAL) && !sl && special_cqe(p, ud, res))
+		return 0;
 	if ((ud & UD_INTERNAL) && sl) {
 		internal_cqe(u, p, s, g, ud, res);
 		return 0;
@@ -1380,6 +1646,316 @@ static unsigned sq_publish(struct uring_priv *p)
 	return tail - IO_URING_READ_ONCE(*sq->khead);
 }
 
+
+/*
+ * The checks of a sleep's changes in its own enter (ring_sleep()).
+ *
+ * uepoll_ctl_wait() and uepoll_ctl_defer()'s changes that go with a
+ * sleep need each fd's kind and file (the checks epoll_ctl(2) makes:
+ * EBADF, EPERM; and a DEL of a number closed and reused: ENOENT), which
+ * batch_apply() learns from a statx batch of the helper ring: a system
+ * call before the sleep's.  Here the run is applied first (ring_apply():
+ * each ADD's slot and poll, each DEL's cancel), with an IORING_OP_STATX
+ * of each fd among its SQEs, and the enter that submits them sleeps; the
+ * checks are read when it returns, and a change they fail is undone and
+ * answered as epoll_ctl(2) answers it (ring_eval()).  One system call
+ * for the changes and the sleep.
+ *
+ * The sleep must not end at the checks' own completions, which come at
+ * once (io-wq), nor wait past an event.  Its SQEs start with an
+ * IORING_OP_TIMEOUT whose count is one more than the completions the run
+ * itself posts: one per statx, and one per DEL of an armed poll (its
+ * -ECANCELED, or the cancel's -ENOENT if the poll ended meanwhile).  The
+ * count runs from the timeout's submission, on the kernel's completion
+ * sequence (io_timeout(): target_seq), so another thread's harvest
+ * cannot make it wait longer; a completion the run did not count (a
+ * failed ADD's poll: EBADF, EINVAL for a file without poll) ends it
+ * sooner.  The enter waits for a number of completions it never reaches
+ * (the CQ's size): the timeout's completion (io_should_wake(): a change
+ * of cq_timeouts) ends it, by count or at the caller's timeout, and
+ * only a signal ends it otherwise (-EINTR: the timeout did not complete
+ * and the CQ is empty).  The CQ full ends it too, with completions to
+ * harvest.
+ *
+ * Only for runs whose changes need no file before they are applied:
+ * ADDs of fds with no registration and DELs (a MOD, or an ADD of a
+ * registered fd, is EEXIST or not by its file: batch_apply()); none that
+ * fails before the kernel is asked (an EINVAL of the library's checks,
+ * ENOSPC), which must end uepoll_ctl_wait() at once; one ring sleep at a
+ * time; not with DEFER_TASKRUN (its wait counts task work, not timeouts).
+ */
+static int ring_checks(struct uepoll *u, struct uring_priv *p)
+{
+	struct io_uring_probe *probe;
+	const char *e;
+
+	if (p->rchk)
+		return p->rchk > 0;
+	p->rchk = -1;
+	e = getenv("UEPOLL_URING_RING_CHECKS");
+	if ((e && !strcmp(e, "0")) || (p->setup & IORING_SETUP_DEFER_TASKRUN))
+		return 0;
+	STAT_SYS(u);
+	probe = io_uring_get_probe_ring(&p->ring);
+	if (!probe)
+		return 0;
+	if (io_uring_opcode_supported(probe, IORING_OP_STATX) &&
+	    io_uring_opcode_supported(probe, IORING_OP_TIMEOUT)) {
+		p->chk = calloc(CHECKS_MAX, sizeof(*p->chk));
+		if (p->chk)
+			p->rchk = 1;
+	}
+	io_uring_free_probe(probe);
+	return p->rchk > 0;
+}
+
+/* per change of a ring sleep's run, from ring_apply() to ring_eval() */
+struct ring_rec {
+	int chk;		/* its check, or -1 (an fstat() at evaluation) */
+	int pre;		/* the library's checks without the fd's kind */
+	int tab;		/* the table's answer: ctl_add(); DEL: 0 or -ENOENT */
+	int slot;		/* ADD: the slot it took, or -1 */
+	uint32_t gen;		/* ... and its generation */
+	uint64_t dev, ino;	/* DEL: the file of the registration it removed */
+};
+
+/* can run ch[0..n) go with its checks in the ring?  Caller holds p->lock */
+static int ring_eligible(struct uepoll *u, struct uring_priv *p, const struct uepoll_change *ch,
+			 unsigned n)
+{
+	unsigned i, j, adds = 0;
+
+	/* the timeout, and per change a statx, a poll or cancel, and the
+	 * cancel of a slot_settle() */
+	if (n > CHECKS_MAX - p->chk_live || io_uring_sq_space_left(&p->ring) < 3 * n + 1 ||
+	    *p->ring.cq.kring_entries < 4 * n + 4)
+		return 0;
+	for (i = 0; i < n; i++) {
+		const struct uepoll_change *c = &ch[i];
+		struct epoll_event e;
+		int reg;
+
+		if (c->op == EPOLL_CTL_DEL)
+			continue;
+		if (c->op != EPOLL_CTL_ADD || __uepoll_ctl_check(u, c->op, c->fd, &c->ev, &e, 0))
+			return 0;
+		/* registered at this point of the run? */
+		reg = fdmap_get(&p->map, c->fd) >= 0;
+		for (j = i; j-- > 0;) {
+			if (ch[j].fd == c->fd) {
+				reg = ch[j].op == EPOLL_CTL_ADD;
+				break;
+			}
+		}
+		if (reg || ++adds > p->nfree)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Apply ch[0..n) (ring_eligible()) with their checks: caller holds
+ * p->lock, p->batching set.  *count: the completions the run posts
+ * itself (ring_sleep()); 1 if an ADD failed before the kernel was asked
+ * (ENOMEM, EBUSY: no poll of it says so), else 0.
+ */
+static int ring_apply(struct uepoll *u, struct uring_priv *p, struct uepoll_change *ch,
+		      unsigned n, struct ring_rec *r, unsigned *count)
+{
+	struct io_uring_sqe *sqe;
+	int failed = 0;
+	unsigned k;
+
+	*count = 0;
+	p->tmo_sqe = get_sqe(u, p);	/* first: ring_sleep() fills it in */
+	for (k = 0; k < n; k++) {
+		struct uepoll_change *c = &ch[k];
+		struct epoll_event e;
+		int s, i;
+
+		r[k].slot = -1;
+		r[k].tab = 0;
+		r[k].chk = i = c->fd >= 0 ? check_get(p) : -1;
+		if (i >= 0) {
+			sqe = get_sqe(u, p);
+			io_uring_prep_statx(sqe, c->fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_INO,
+					    &p->chk[i].stx);
+			io_uring_sqe_set_data64(sqe, UD_SPECIAL(SLOT_CHECK, CHECK_V(p->chk[i].seq, i)));
+			(*count)++;
+		}
+		__uepoll_ident.valid = 0;
+		r[k].pre = __uepoll_ctl_check(u, c->op, c->fd, &c->ev, &e, 0);
+		if (r[k].pre)
+			continue;
+		s = fdmap_get(&p->map, c->fd);
+		if (s >= 0 && p->slots[s].chk >= 0) {
+			slot_settle(u, p, s);
+			s = fdmap_get(&p->map, c->fd);
+		}
+		if (c->op == EPOLL_CTL_ADD) {
+			r[k].tab = ctl_add(u, p, c->fd, &e);
+			failed |= r[k].tab != 0;
+			s = fdmap_get(&p->map, c->fd);
+			if (!r[k].tab && s >= 0) {
+				r[k].slot = s;
+				r[k].gen = p->slots[s].gen;
+				p->slots[s].chk = r[k].chk;
+			}
+		} else if (s < 0) {
+			r[k].tab = -ENOENT;
+		} else {
+			r[k].dev = p->slots[s].dev;
+			r[k].ino = p->slots[s].ino;
+			*count += p->slots[s].armed;
+			ctl_del(u, p, s, c->fd);
+		}
+	}
+	return failed;
+}
+
+
+/*
+ * The checks read, each change answered in order as epoll_ctl(2) would
+ * have answered it at the enter: the fd's kind first, then the library's
+ * checks, then the table's.  An ADD whose fd was closed or is a regular
+ * file or directory is undone (its poll failed too, or reports nothing
+ * but the file's default mask: dropped with the slot); a DEL whose
+ * number names another file than the registration's says ENOENT (that
+ * registration went at the close, as in epoll; the DEL removed it here).
+ * Caller holds p->lock, p->batching set.
+ */
+static void ring_eval(struct uepoll *u, struct uring_priv *p, struct uepoll_change *ch,
+		      unsigned n, const struct ring_rec *r)
+{
+	unsigned k;
+
+	for (k = 0; k < n; k++) {
+		struct uepoll_change *c = &ch[k];
+		struct uepoll_ident id = { .fd = -1 };
+		int kind = c->fd >= 0 ? check_kind(u, p, r[k].chk, c->fd, &id) : 0;
+		int res = kind ? kind : r[k].pre ? r[k].pre : r[k].tab;
+
+		if (r[k].slot >= 0) {
+			struct uslot *sl = &p->slots[r[k].slot];
+
+			/* still this ADD's registration (another thread may have
+			 * changed it during the sleep) */
+			if (sl->fd == c->fd && sl->gen == r[k].gen) {
+				sl->chk = -1;
+				if (kind) {
+					ctl_del(u, p, r[k].slot, c->fd);
+				} else {
+					sl->dev = id.valid ? id.dev : 0;
+					sl->ino = id.valid ? id.ino : 0;
+				}
+			}
+		} else if (c->op == EPOLL_CTL_DEL && !res &&
+			   (!id.valid || id.dev != r[k].dev || id.ino != r[k].ino)) {
+			res = -ENOENT;
+		}
+		c->res = res;
+	}
+}
+
+/* io_uring_getevents_arg with min_wait_usec (6.12), where liburing has pad */
+struct getevents_min {
+	uint64_t sigmask;
+	uint32_t sigmask_sz;
+	uint32_t min_wait_usec;
+	uint64_t ts;
+};
+
+#ifndef IORING_FEAT_MIN_TIMEOUT
+#define IORING_FEAT_MIN_TIMEOUT	(1u << 15)
+#endif
+#define RING_MIN_WAIT_US	1000000u
+#define RING_FOREVER_S		86400	/* a wait "forever": see ring_sleep() */
+
+/*
+ * uring_ctl_sleep() with the run's checks in the ring (above): 1 if it
+ * took the run (its answer in *ret: 0, uepoll_wait() follows; -EINTR),
+ * else 0 (nothing done).  Caller holds p->lock; released when taken.
+ * With completions pending (uring_ready()) it does not sleep: the enter
+ * waits for the run's own completions only, beyond those pending, and
+ * the harvest that follows takes the rest.
+ */
+static int ring_sleep(struct uepoll *u, struct uring_priv *p, struct uepoll_change *ch,
+		      unsigned n, int timeout_ms, int *ret)
+{
+	unsigned pending = io_uring_cq_ready(&p->ring);
+	struct ring_rec r[CHECKS_MAX];
+	struct __kernel_timespec ts = { .tv_sec = RING_FOREVER_S };
+	struct getevents_min arg = { .min_wait_usec = RING_MIN_WAIT_US };
+	unsigned k, count, want;
+	int got, waited;
+	int64_t t0;
+
+	if (p->ring_sleeping || !(p->ring.features & IORING_FEAT_MIN_TIMEOUT) ||
+	    !ring_checks(u, p) || !ring_eligible(u, p, ch, n))
+		return 0;
+	if (timeout_ms >= 0) {
+		ts.tv_sec = timeout_ms / 1000;
+		ts.tv_nsec = (long long)(timeout_ms % 1000) * 1000000;
+	}
+	arg.ts = (uint64_t)(uintptr_t)&ts;
+	p->ring_sleeping = 1;
+	p->batching = 1;
+	if (ring_apply(u, p, ch, n, r, &count))
+		ts.tv_sec = ts.tv_nsec = 0;	/* an ADD failed: no sleep */
+	p->batching = 0;
+	want = pending ? count : count + 1;
+	io_uring_prep_timeout(p->tmo_sqe, &ts, want, 0);
+	io_uring_sqe_set_data64(p->tmo_sqe, UD_SPECIAL(SLOT_TMO, ++p->tmo_seq));
+	p->tmo_done = 0;
+	k = sq_publish(p);
+	p->need_submit = 0;
+	if (pending)	/* io_uring_cq_ready() again: the same, or more */
+		pending = io_uring_cq_ready(&p->ring);
+	pthread_mutex_unlock(&p->lock);
+
+	if (!pending)
+		fresh_begin(p);
+	STAT_SYS(u);
+	t0 = __uepoll_now_ns();
+	got = io_uring_enter2((unsigned)p->ring.ring_fd, k, pending + want + 1,
+			      IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
+			      (sigset_t *)&arg, sizeof(arg));
+	waited = got == (int)k;
+
+	pthread_mutex_lock(&p->lock);
+	if (!waited) {
+		if (got >= 0)
+			__atomic_store_n(&p->fresh_ok, 0, __ATOMIC_RELAXED);
+		batch_submit(u, p);	/* the rest, before their checks are read */
+	} else if (!pending) {
+		HSTAT(u, sleeps, 1);
+	}
+	p->batching = 1;
+	ring_eval(u, p, ch, n, r);
+	p->batching = 0;
+	if (io_uring_sq_ready(&p->ring))
+		p->need_submit = 1;	/* the undone ADDs' cancels: the harvest submits */
+	/*
+	 * The kernel answers the count submitted, not how the wait ended:
+	 * by the count (the timeout's completion says so, at the caller's
+	 * time too), by the minimum wait, or by a signal (-EINTR).
+	 */
+	if (!p->tmo_done)
+		check_scan(p);
+	*ret = 0;
+	if (pending)
+		;	/* no sleep: the harvest follows */
+	else if (got == -EINTR ||
+		 (waited && !p->tmo_done &&
+		  __uepoll_now_ns() - t0 < (int64_t)RING_MIN_WAIT_US * 1000))
+		*ret = -EINTR;
+	p->ring_sleeping = 0;
+	pthread_mutex_unlock(&p->lock);
+	if (*ret)
+		fresh_end(p);	/* back to the program without a harvest */
+	return 1;
+}
+
 /*
  * uepoll_ctl_wait() with a sleep (timeout_ms != 0), uepoll_ctl_defer()'s
  * changes included: the changes as uring_batch() applies them, and the
@@ -1416,6 +1992,12 @@ static int uring_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned 
 	(void)max;
 	if (!n)
 		return 0;
+	if (!UNDER_VALGRIND()) {
+		pthread_mutex_lock(&p->lock);
+		if (!p->nlvl && ring_sleep(u, p, ch, n, timeout_ms, &ret))
+			return ret;	/* (p->lock released) */
+		pthread_mutex_unlock(&p->lock);
+	}
 	batch_apply_all(u, p, ch, n);
 	if (UNDER_VALGRIND() || __uepoll_add_mod_failed(ch, n) || p->nlvl || uring_ready(u)) {
 		batch_submit(u, p);

@@ -41,6 +41,29 @@ static inline int t_folds_sleep(void)
 }
 
 /*
+ * uring: do the changes of a sleep go with their checks in its enter
+ * (uring.c, ring_sleep())?  The kernel has the minimum wait of
+ * io_uring_enter() (IORING_FEAT_MIN_TIMEOUT, 6.12), the setup is not
+ * DEFER_TASKRUN, UEPOLL_URING_RING_CHECKS is not 0, not under valgrind.
+ * (struct io_uring_params as words: features is the sixth.)
+ */
+static inline int t_ring_checks(const struct uepoll *u)
+{
+	const char *e = getenv("UEPOLL_URING_RING_CHECKS"), *s = getenv("UEPOLL_URING_SETUP");
+	uint32_t prm[30] = { 0 };
+	int fd;
+
+	if (strcmp(uepoll_backend_name(u), "uring") || under_valgrind() ||
+	    (e && !strcmp(e, "0")) || (s && !strcmp(s, "defer")))
+		return 0;
+	fd = (int)syscall(__NR_io_uring_setup, 2, prm);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return !!(prm[5] & (1u << 15));
+}
+
+/*
  * Native: are level-triggered registrations in the ring, polled again by
  * the kernel (EPOLL_USERPOLL_LEVEL, uepoll(7)), rather than in the level
  * epoll?  The library's choice: the kernel has the flag and

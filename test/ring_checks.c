@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: MIT OR LGPL-2.1-or-later
+/*
+ * ring_checks: changes that go with a sleep, deferred (uepoll_ctl_defer)
+ * or handed to uepoll_ctl_wait, answered as epoll_ctl(2) answers them
+ * when the library learns each fd's kind and file in the sleep's own
+ * system call (uring: the checks in the ring, uring.c ring_sleep()).
+ * Every case runs on every backend; the system call counts are the
+ * uring backend's where it has the checks in the ring (t_ring_checks()).
+ *  - deferred ADDs of idle sockets, then a wait that sleeps until a late
+ *    write: the event, and one system call for the changes, their checks
+ *    and the sleep;
+ *  - a server's pattern: DEL queued, socket closed, its number taken by
+ *    the next socket, ADD of it queued, one wait: DEL answers ENOENT (the
+ *    registration went at the close), ADD 0, the new socket's data only,
+ *    and the old socket's peer sees EOF (its file let go); the same DEL
+ *    with the number left free answers EBADF;
+ *  - ADDs of a regular file and of a closed number: EPERM and EBADF, no
+ *    registration (a later ADD of the reused number succeeds), and the
+ *    wait ends at once;
+ *  - the caller's timeout ends the sleep with 0, a signal with -EINTR;
+ *  - another thread's uepoll_ctl(MOD) of an fd whose deferred ADD is in
+ *    the sleep of the harvester (its check not read yet) succeeds, and
+ *    the event has the MOD's data.
+ */
+/* uepoll-test: threaded */
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include "helpers.h"
+
+static int64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t syscalls_of(const struct uepoll *u)
+{
+	struct uepoll_stats st;
+
+	CHECK_EQ(uepoll_get_stats(u, &st), 0);
+	return st.syscalls;
+}
+
+/* fd moved to a number the library's own files (made at first use) never take */
+static int high(int fd)
+{
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, 600);
+
+	CHECK(h >= 600);
+	close(fd);
+	return h;
+}
+
+static void sockpair(int sv[2])
+{
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+	sv[0] = high(sv[0]);
+}
+
+/* a kernel tearing down an io_uring may interrupt a sleep (ctl_batch.c) */
+static int wait_retry(struct uepoll *u, struct epoll_event *evs, int max, int ms)
+{
+	int r, tries = 0;
+
+	while ((r = uepoll_wait(u, evs, max, ms)) == -EINTR && ++tries < 10)
+		;
+	return r;
+}
+
+static int defer1(struct uepoll *u, int op, int fd, uint64_t data)
+{
+	struct uepoll_change c;
+
+	t_change(&c, op, fd, EPOLLIN | EPOLLET, data);
+	return uepoll_ctl_defer(u, &c, 1);
+}
+
+/* the failures uepoll_ctl_failed() has, in order, into want[0..n) */
+static void failed_are(struct uepoll *u, const int *want_fd, const int *want_res, int n)
+{
+	struct uepoll_change f[8];
+	int k = uepoll_ctl_failed(u, f, 8);
+
+	CHECK_EQ(k, n);
+	for (int i = 0; i < n; i++) {
+		CHECK_EQ(f[i].fd, want_fd[i]);
+		CHECK_EQ(f[i].res, want_res[i]);
+	}
+}
+
+struct late {
+	int fd;
+	unsigned ms;
+};
+
+static void *late_write(void *arg)
+{
+	struct late *l = arg;
+
+	usleep(l->ms * 1000);
+	CHECK_EQ(write(l->fd, "x", 1), 1);
+	return NULL;
+}
+
+/* deferred ADDs, a sleep ended by a late write: one system call */
+static void one_call(void)
+{
+	struct uepoll u;
+	struct epoll_event evs[8];
+	int sv[3][2], r, ring, warm;
+	pthread_t t;
+	struct late l;
+	uint64_t s0, calls;
+
+	t_init(&u, 8);
+	ring = t_ring_checks(&u);
+	uepoll_set_spin(&u, 0);
+	/* warm: the first such wait asks the kernel what it has (a probe) */
+	warm = t_efd();
+	t_write(warm);
+	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, warm, 99), 0);
+	CHECK_EQ(wait_retry(&u, evs, 8, 2000), 1);
+	CHECK_EQ(evs[0].data.u64, 99);
+	for (int i = 0; i < 3; i++) {
+		sockpair(sv[i]);
+		CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, sv[i][0], 100 + i), 0);
+	}
+	l.fd = sv[1][1];
+	l.ms = 100;
+	CHECK_EQ(pthread_create(&t, NULL, late_write, &l), 0);
+	s0 = syscalls_of(&u);
+	r = wait_retry(&u, evs, 8, 5000);
+	calls = syscalls_of(&u) - s0;
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	CHECK_EQ(r, 1);
+	CHECK_EQ(evs[0].data.u64, 101);
+	CHECK_EQ(uepoll_ctl_failed(&u, NULL, 0), 0);
+	printf("%s: system calls of a wait with 3 deferred ADDs that sleeps: %llu%s\n",
+	       uepoll_backend_name(&u), (unsigned long long)calls,
+	       ring ? " (checks in the ring: 1)" : "");
+	if (ring)
+		CHECK_EQ(calls, 1);
+	for (int i = 0; i < 3; i++) {
+		close(sv[i][0]);
+		close(sv[i][1]);
+	}
+	close(warm);
+	uepoll_exit(&u);
+}
+
+/* the peer of a socket whose file was let go sees EOF (1 s at most) */
+static void sees_eof(int peer)
+{
+	struct pollfd pfd = { .fd = peer, .events = POLLIN };
+	char c;
+
+	CHECK_EQ(poll(&pfd, 1, 1000), 1);
+	CHECK_EQ(read(peer, &c, 1), 0);
+}
+
+/* DEL queued, socket closed; its number reused by the next one (or not) */
+static void server_pattern(int reuse)
+{
+	struct uepoll u;
+	struct epoll_event evs[8];
+	int a[2], b[2] = { -1, -1 }, n, r, want_res;
+	int64_t t0;
+	char c;
+
+	t_init(&u, 8);
+	uepoll_set_spin(&u, 0);
+	sockpair(a);
+	n = a[0];
+	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, n, 1), 0);
+	CHECK_EQ(write(a[1], "x", 1), 1);
+	CHECK_EQ(wait_retry(&u, evs, 8, 2000), 1);
+	CHECK_EQ(evs[0].data.u64, 1);
+	CHECK_EQ(read(n, &c, 1), 1);
+
+	CHECK_EQ(defer1(&u, EPOLL_CTL_DEL, n, 0), 0);
+	close(n);
+	if (reuse) {
+		sockpair(b);
+		if (b[0] != n) {
+			CHECK_EQ(dup2(b[0], n), n);
+			close(b[0]);
+			b[0] = n;
+		}
+		CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, n, 2), 0);
+		CHECK_EQ(write(b[1], "y", 1), 1);
+	}
+	t0 = ms_now();
+	r = wait_retry(&u, evs, 8, reuse ? 2000 : 300);
+	if (reuse) {
+		/* the new socket's event only: the old one's registration is gone */
+		CHECK_EQ(r, 1);
+		CHECK_EQ(evs[0].data.u64, 2);
+	} else {
+		CHECK_EQ(r, 0);
+		CHECK(ms_now() - t0 >= 250);
+	}
+	want_res = reuse ? -ENOENT : -EBADF;
+	failed_are(&u, &n, &want_res, 1);
+	sees_eof(a[1]);
+	close(a[1]);
+	if (reuse) {
+		CHECK_EQ(t_mod(&u, n, EPOLLIN | EPOLLET, 3), 0);	/* registered */
+		close(b[0]);
+		close(b[1]);
+	}
+	uepoll_exit(&u);
+}
+
+/* ADDs of a regular file and of a closed number: EPERM, EBADF, at once */
+static void bad_adds(void)
+{
+	struct uepoll u;
+	struct epoll_event evs[8];
+	int reg = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), gone = high(dup(0)), s[2];
+	int fds[2], res[2] = { -EPERM, -EBADF };
+	int64_t t0;
+
+	CHECK(reg >= 0);
+	CHECK(gone >= 0);
+	close(gone);
+	t_init(&u, 8);
+	uepoll_set_spin(&u, 0);
+	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, reg, 1), 0);
+	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, gone, 2), 0);
+	t0 = ms_now();
+	CHECK_EQ(wait_retry(&u, evs, 8, 5000), 0);
+	CHECK(ms_now() - t0 < 2000);
+	fds[0] = reg;
+	fds[1] = gone;
+	failed_are(&u, fds, res, 2);
+	/* no registration was left of either: the number free, taken now */
+	sockpair(s);
+	if (s[0] != gone) {
+		CHECK_EQ(dup2(s[0], gone), gone);
+		close(s[0]);
+		s[0] = gone;
+	}
+	CHECK_EQ(t_add(&u, gone, EPOLLIN | EPOLLET, 3), 0);
+	CHECK_EQ(write(s[1], "x", 1), 1);
+	CHECK_EQ(wait_retry(&u, evs, 8, 2000), 1);
+	CHECK_EQ(evs[0].data.u64, 3);
+	close(reg);
+	close(s[0]);
+	close(s[1]);
+	uepoll_exit(&u);
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+struct kick {
+	pthread_t to;
+	unsigned ms;
+};
+
+static void *late_signal(void *arg)
+{
+	struct kick *k = arg;
+
+	usleep(k->ms * 1000);
+	CHECK_EQ(pthread_kill(k->to, SIGUSR1), 0);
+	return NULL;
+}
+
+/* a sleep with a deferred ADD: the timeout ends it with 0, a signal -EINTR */
+static void timeout_and_signal(void)
+{
+	struct sigaction sa;
+	struct uepoll u;
+	struct epoll_event evs[8];
+	struct kick k;
+	pthread_t t;
+	int sv[2], r;
+	int64_t t0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;	/* no SA_RESTART: the wait ends */
+	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	t_init(&u, 8);
+	uepoll_set_spin(&u, 0);
+	sockpair(sv);
+	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, sv[0], 1), 0);
+	t0 = ms_now();
+	CHECK_EQ(wait_retry(&u, evs, 8, 200), 0);
+	CHECK(ms_now() - t0 >= 190);
+
+	CHECK_EQ(defer1(&u, EPOLL_CTL_DEL, sv[0], 0), 0);
+	k.to = pthread_self();
+	k.ms = 100;
+	CHECK_EQ(pthread_create(&t, NULL, late_signal, &k), 0);
+	t0 = ms_now();
+	r = uepoll_wait(&u, evs, 8, 5000);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	CHECK_EQ(r, -EINTR);
+	CHECK(ms_now() - t0 < 4000);
+	CHECK_EQ(uepoll_ctl_failed(&u, NULL, 0), 0);	/* the DEL was applied */
+	CHECK_EQ(t_add(&u, sv[0], EPOLLIN | EPOLLET, 2), 0);
+	close(sv[0]);
+	close(sv[1]);
+	uepoll_exit(&u);
+}
+
+struct modder {
+	struct uepoll *u;
+	int fd, peer, res;
+};
+
+static void *mod_then_write(void *arg)
+{
+	struct modder *m = arg;
+
+	usleep(100 * 1000);
+	m->res = t_mod(m->u, m->fd, EPOLLIN | EPOLLET, 2);
+	CHECK_EQ(write(m->peer, "x", 1), 1);
+	return NULL;
+}
+
+/* another thread's MOD of an fd whose deferred ADD is in the sleep */
+static void mod_during_sleep(void)
+{
+	struct uepoll u;
+	struct epoll_event evs[8];
+	struct modder m;
+	pthread_t t;
+	int sv[2], r;
+
+	t_init(&u, 8);
+	uepoll_set_spin(&u, 0);
+	sockpair(sv);
+	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, sv[0], 1), 0);
+	m.u = &u;
+	m.fd = sv[0];
+	m.peer = sv[1];
+	m.res = 12345;
+	CHECK_EQ(pthread_create(&t, NULL, mod_then_write, &m), 0);
+	r = wait_retry(&u, evs, 8, 5000);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	CHECK_EQ(m.res, 0);
+	CHECK_EQ(r, 1);
+	CHECK_EQ(evs[0].data.u64, 2);
+	CHECK_EQ(uepoll_ctl_failed(&u, NULL, 0), 0);
+	close(sv[0]);
+	close(sv[1]);
+	uepoll_exit(&u);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	one_call();
+	server_pattern(1);
+	server_pattern(0);
+	bad_adds();
+	timeout_and_signal();
+	mod_during_sleep();
+	puts("ring_checks: changes with a sleep answered as epoll_ctl(2) answers them");
+	return 0;
+}
