@@ -49,7 +49,9 @@
  * file the fd names now: a registration of that number whose file is
  * another (the fd was closed and the number reused) is dropped first, as
  * epoll dropped it at the close, and a DEL or MOD of a closed fd (EBADF)
- * drops the registration of that number (uring_gone()).
+ * drops the registration of that number (uring_gone()).  A sleep's ADDs
+ * and DELs learn the same from a statx in the sleep's own enter, and are
+ * undone after it where it says so (ring_sleep()).
  *
  * Locking: one mutex for the SQ and the slot table, taken by ctl and by a
  * harvest that found completions; the empty-CQ path takes no lock.  The

@@ -6,9 +6,9 @@
  * system call (uring: the checks in the ring, uring.c ring_sleep()).
  * Every case runs on every backend; the system call counts are the
  * uring backend's where it has the checks in the ring (t_ring_checks()).
- *  - deferred ADDs of idle sockets, then a wait that sleeps until a late
- *    write: the event, and one system call for the changes, their checks
- *    and the sleep;
+ *  - deferred ADDs of idle sockets and a DEL, then a wait that sleeps
+ *    until a late write: the event, and one system call for the changes,
+ *    their checks and the sleep;
  *  - a server's pattern: DEL queued, socket closed, its number taken by
  *    the next socket, ADD of it queued, one wait: DEL answers ENOENT (the
  *    registration went at the close), ADD 0, the new socket's data only,
@@ -110,7 +110,7 @@ static void one_call(void)
 {
 	struct uepoll u;
 	struct epoll_event evs[8];
-	int sv[3][2], r, ring, warm;
+	int sv[3][2], r, ring, warm, gone;
 	pthread_t t;
 	struct late l;
 	uint64_t s0, calls;
@@ -124,6 +124,11 @@ static void one_call(void)
 	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, warm, 99), 0);
 	CHECK_EQ(wait_retry(&u, evs, 8, 2000), 1);
 	CHECK_EQ(evs[0].data.u64, 99);
+	/* and the DEL of an armed registration: its cancel's completion
+	 * is one of the run's own, which must not end the sleep */
+	gone = t_efd();
+	CHECK_EQ(t_add(&u, gone, EPOLLIN | EPOLLET, 98), 0);
+	CHECK_EQ(defer1(&u, EPOLL_CTL_DEL, gone, 0), 0);
 	for (int i = 0; i < 3; i++) {
 		sockpair(sv[i]);
 		CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, sv[i][0], 100 + i), 0);
@@ -138,7 +143,7 @@ static void one_call(void)
 	CHECK_EQ(r, 1);
 	CHECK_EQ(evs[0].data.u64, 101);
 	CHECK_EQ(uepoll_ctl_failed(&u, NULL, 0), 0);
-	printf("%s: system calls of a wait with 3 deferred ADDs that sleeps: %llu%s\n",
+	printf("%s: system calls of a wait with 3 deferred ADDs and a DEL that sleeps: %llu%s\n",
 	       uepoll_backend_name(&u), (unsigned long long)calls,
 	       ring ? " (checks in the ring: 1)" : "");
 	if (ring)
@@ -148,6 +153,7 @@ static void one_call(void)
 		close(sv[i][1]);
 	}
 	close(warm);
+	close(gone);
 	uepoll_exit(&u);
 }
 
