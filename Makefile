@@ -150,8 +150,10 @@ check-host: deps
 	$(MAKE) check-tsan
 	$(MAKE) check-valgrind
 	$(MAKE) all
-	@# the uring backend's other setup (src/uring.c, "Setup flags")
+	@# the uring backend's other setup (src/uring.c, "Setup flags"), and
+	@# its sleeps with changes checked before them (ring_sleep())
 	@UEPOLL_BACKEND=uring UEPOLL_URING_SETUP=plain test/runner.sh --label uring-setup-plain $(B)
+	@UEPOLL_BACKEND=uring UEPOLL_URING_RING_CHECKS=0 test/runner.sh --label uring-checks-first $(B)
 	@test/runner.sh --label plain $(B) > $(B)/check-plain.log 2>&1; rc=$$?; \
 		cat $(B)/check-plain.log; exit $$rc
 
