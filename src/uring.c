@@ -373,7 +373,7 @@ fail:
  * ring's exit does not wait for io-wq: wait for those in flight (100 ms
  * at most; their memory is left to them past that).  1: p->chk may go.
  */
-static void check_scan(struct uring_priv *p);
+static unsigned check_scan(struct uepoll *u, struct uring_priv *p);
 
 static int checks_drain(struct uepoll *u, struct uring_priv *p)
 {
@@ -381,7 +381,7 @@ static int checks_drain(struct uepoll *u, struct uring_priv *p)
 	unsigned i, busy;
 
 	for (;;) {
-		check_scan(p);
+		check_scan(u, p);
 		for (i = 0, busy = 0; i < CHECKS_MAX; i++)
 			busy += p->chk[i].state == CHK_FLIGHT || p->chk[i].state == CHK_ORPHAN;
 		if (!busy)
@@ -645,20 +645,29 @@ static int special_cqe(struct uring_priv *p, uint64_t ud, int res)
  * acquire load pairs with the kernel's release store of it in
  * io_commit_cqring() (after the CQE and, for a statx, after its
  * copy_to_user() of the buffer), as reap() does.  The head is ours:
- * every consumer moves it under p->lock.
+ * every consumer moves it under p->lock.  Returns how many completions
+ * of live registrations it passed (a harvest has events to take).
  */
-static void check_scan(struct uring_priv *p)
+static unsigned check_scan(struct uepoll *u, struct uring_priv *p)
 {
 	struct io_uring *ring = &p->ring;
 	unsigned head = *ring->cq.khead;
 	unsigned tail = io_uring_smp_load_acquire(ring->cq.ktail);
+	unsigned others = 0;
 
 	for (; head != tail; head++) {
 		const struct io_uring_cqe *cqe = &ring->cq.cqes[head & *ring->cq.kring_mask];
 
-		if ((cqe->user_data & (UD_INTERNAL | UD_REMOVE)) == (UD_INTERNAL | UD_REMOVE))
-			special_cqe(p, cqe->user_data, cqe->res);
+		uint64_t ud = cqe->user_data;
+		uint32_t s = (uint32_t)ud;
+
+		if ((ud & (UD_INTERNAL | UD_REMOVE)) == (UD_INTERNAL | UD_REMOVE))
+			special_cqe(p, ud, cqe->res);
+		else if (!(ud & UD_INTERNAL) && s < u->n && p->slots[s].fd >= 0 &&
+			 p->slots[s].gen == ((uint32_t)(ud >> 32) & GEN_MASK))
+			others++;
 	}
+	return others;
 }
 
 /*
@@ -675,7 +684,7 @@ static int check_settle(struct uepoll *u, struct uring_priv *p, int i)
 	for (;;) {
 		if (c->state == CHK_DONE)
 			return 0;
-		check_scan(p);
+		check_scan(u, p);
 		if (c->state == CHK_DONE)
 			return 0;
 		now = __uepoll_now_ns();
@@ -685,7 +694,7 @@ static int check_settle(struct uepoll *u, struct uring_priv *p, int i)
 			return -1;
 		STAT_SYS(u);
 		io_uring_get_events(&p->ring);
-		check_scan(p);
+		check_scan(u, p);
 		if (c->state != CHK_DONE)
 			sched_yield();
 	}
@@ -1888,7 +1897,7 @@ static int ring_sleep(struct uepoll *u, struct uring_priv *p, struct uepoll_chan
 	struct ring_rec r[CHECKS_MAX];
 	struct __kernel_timespec ts = { .tv_sec = RING_FOREVER_S };
 	struct getevents_min arg = { .min_wait_usec = RING_MIN_WAIT_US };
-	unsigned k, count, want;
+	unsigned k, count, want, others;
 	int got, waited;
 	int64_t t0;
 
@@ -1940,15 +1949,17 @@ static int ring_sleep(struct uepoll *u, struct uring_priv *p, struct uepoll_chan
 	/*
 	 * The kernel answers the count submitted, not how the wait ended:
 	 * by the count (the timeout's completion says so, at the caller's
-	 * time too), by the minimum wait, or by a signal (-EINTR).
+	 * time too), by the minimum wait, by completions that came before
+	 * the timeout was submitted (the harvest has them), by a CQ
+	 * overflow, or by a signal (-EINTR).
 	 */
-	if (!p->tmo_done)
-		check_scan(p);
+	others = check_scan(u, p);
 	*ret = 0;
 	if (pending)
 		;	/* no sleep: the harvest follows */
 	else if (got == -EINTR ||
-		 (waited && !p->tmo_done &&
+		 (waited && !p->tmo_done && !others &&
+		  !(IO_URING_READ_ONCE(*p->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW) &&
 		  __uepoll_now_ns() - t0 < (int64_t)RING_MIN_WAIT_US * 1000))
 		*ret = -EINTR;
 	p->ring_sleeping = 0;
