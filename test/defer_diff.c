@@ -11,9 +11,10 @@
  * same order, with the same errno (uepoll_ctl_failed(3)) on both, and
  * report only data of ADDs made.  Seeds 1 to 40, 400 steps each;
  * DEFER_DIFF_SEED=S replays one, DEFER_DIFF_LOG=1 prints its steps.  The
- * library's own files (the batch helper's ring) are made before the
- * sequence: made later, one takes a number the sequence closed, and the
- * two instances no longer see the same files.
+ * library's own files (the batch helper's ring, native's ring for a
+ * sleep with changes) are made before the sequence: made later, one
+ * takes a number the sequence closed, and the two instances no longer
+ * see the same files.
  */
 #include <sys/socket.h>
 #include "helpers.h"
@@ -68,6 +69,13 @@ static void run_seed(uint64_t seed)
 		CHECK_EQ(uepoll_ctl_batch(&u[i], w, 2), 2);
 		CHECK_EQ(w[0].res, 0);
 		CHECK_EQ(w[1].res, 0);
+		/* and those of a sleep with changes (native: its ring) */
+		t_change(&w[0], EPOLL_CTL_ADD, e, EPOLLIN | EPOLLET, 1);
+		CHECK_EQ(uepoll_ctl_defer(&u[i], w, 2), 0);
+		while (uepoll_wait(&u[i], evs, 16, 1) == -EINTR)
+			;
+		CHECK_EQ(uepoll_ctl_batch(&u[i], NULL, 0), 0);
+		CHECK_EQ(uepoll_ctl_failed(&u[i], NULL, 0), 0);
 		close(e);
 	}
 	for (int p = 0; p < PLACES; p++)
@@ -172,6 +180,7 @@ int main(void)
 	t_init(&probe, 1);
 	name = uepoll_backend_name(&probe);
 	uepoll_exit(&probe);
+
 	if (e && *e) {
 		run_seed(strtoull(e, NULL, 0));
 	} else {
