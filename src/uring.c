@@ -701,35 +701,43 @@ static int check_settle(struct uepoll *u, struct uring_priv *p, int i)
 }
 
 /*
- * What check i says of fd (its entry put): the kind as __uepoll_fd_kind()
- * gives it, and *id; where it cannot say (no check, not done in time, an
- * error but EBADF), an fstat() now.
+ * What check i says of fd: the kind as __uepoll_fd_kind() gives it, and
+ * *id; where it cannot say (no check, not done in time, an error but
+ * EBADF), an fstat() now (which sets __uepoll_ident).
  */
-static int check_kind(struct uepoll *u, struct uring_priv *p, int i, int fd,
+static int check_read(struct uepoll *u, struct uring_priv *p, int i, int fd,
 		      struct uepoll_ident *id)
 {
-	int kind = 1;
+	int kind;
 
 	if (i >= 0 && check_settle(u, p, i) == 0) {
 		const struct ucheck *c = &p->chk[i];
 
 		if (c->res == -EBADF) {
-			kind = -EBADF;
 			id->valid = 0;
-		} else if (c->res == 0) {
-			kind = S_ISREG(c->stx.stx_mode) || S_ISDIR(c->stx.stx_mode) ? -EPERM : 0;
+			return -EBADF;
+		}
+		if (c->res == 0) {
 			id->fd = fd;
 			id->valid = 1;
 			id->dev = (uint64_t)makedev(c->stx.stx_dev_major, c->stx.stx_dev_minor);
 			id->ino = c->stx.stx_ino;
+			return S_ISREG(c->stx.stx_mode) || S_ISDIR(c->stx.stx_mode) ? -EPERM : 0;
 		}
 	}
+	kind = __uepoll_fd_kind(u, fd);
+	*id = __uepoll_ident;
+	return kind;
+}
+
+/* check_read(), its entry put */
+static int check_kind(struct uepoll *u, struct uring_priv *p, int i, int fd,
+		      struct uepoll_ident *id)
+{
+	int kind = check_read(u, p, i, fd, id);
+
 	if (i >= 0)
 		check_put(p, i);
-	if (kind == 1) {
-		kind = __uepoll_fd_kind(u, fd);
-		*id = __uepoll_ident;
-	}
 	return kind;
 }
 
@@ -856,30 +864,14 @@ static int ctl_del(struct uepoll *u, struct uring_priv *p, int s, int fd)
 static void slot_settle(struct uepoll *u, struct uring_priv *p, int s)
 {
 	struct uslot *sl = &p->slots[s];
-	struct uepoll_ident id = { .fd = -1 };
-	int kind = 1;
+	struct uepoll_ident id, saved = __uepoll_ident;	/* the caller's */
+	int kind;
 
 	if (sl->chk < 0)
 		return;
-	if (check_settle(u, p, sl->chk) == 0) {
-		const struct ucheck *c = &p->chk[sl->chk];
-
-		if (c->res == -EBADF) {
-			kind = -EBADF;
-		} else if (c->res == 0) {
-			kind = S_ISREG(c->stx.stx_mode) || S_ISDIR(c->stx.stx_mode) ? -EPERM : 0;
-			id.valid = 1;
-			id.dev = (uint64_t)makedev(c->stx.stx_dev_major, c->stx.stx_dev_minor);
-			id.ino = c->stx.stx_ino;
-		}
-	}
-	if (kind == 1) {	/* not in time: the file the number names now */
-		struct uepoll_ident saved = __uepoll_ident;	/* the caller's */
-
-		kind = __uepoll_fd_kind(u, sl->fd);
-		id = __uepoll_ident;
-		__uepoll_ident = saved;
-	}
+	/* (not in time: the file the number names now) */
+	kind = check_read(u, p, sl->chk, sl->fd, &id);
+	__uepoll_ident = saved;
 	sl->chk = -1;
 	if (kind) {
 		ctl_del(u, p, s, sl->fd);
