@@ -99,7 +99,8 @@ struct uepoll_ops {
 	int (*level_sleep)(struct uepoll *u, int timeout_ms);
 	/* optional: 1 if a harvest now would make a system call only to ask
 	 * what a sleep on the instance asks too, the ring being empty
-	 * (native: UEPOLL_LEVEL_KERNEL); a wait with changes to apply then
+	 * (native: UEPOLL_LEVEL_KERNEL; uring: only its task work to run,
+	 * which the sleep's enter runs too); a wait with changes to apply then
 	 * goes to its sleep without that harvest; 2: the same, lazily
 	 * (uepoll_set_lazy_poll(); uring: its level list): a wait spins
 	 * before that sleep too */

@@ -896,6 +896,9 @@ static int ctl_wait(struct uepoll *u, struct uepoll_change *ch, unsigned n,
  *     sleep, as uepoll_ctl_wait() applies its changes: one system call
  *     where the backend folds them; the epoll backend, whose every harvest
  *     is a system call, at once, in that call;
+ *   - a wait whose harvest would make a system call only for what that
+ *     sleep's call does too (ops->sleep_asks: uring's pending task work),
+ *     as above: that call's sleep ends at once on what it posts;
  *   - a wait when DEFER_PASSES waits returned events since they were
  *     queued (a busy loop whose ring never empties still applies them);
  *   - a uepoll_ctl(), uepoll_ctl_batch() or uepoll_ctl_wait() of any
@@ -1083,9 +1086,11 @@ static int defer_wait(struct uepoll *u, struct epoll_event *evs, int max, int ti
 		return wait_(u, evs, max, timeout_ms);
 	ops = ops_of(u->backend);
 	if (ops->ready && !ops->wait && __atomic_load_n(&d->age, __ATOMIC_RELAXED) < DEFER_PASSES) {
-		/* (a harvest that would only ask what the sleep asks: none) */
+		/* (a harvest that would only ask what the sleep asks: none,
+		 * also when the spin ends on that, as uring's on its task work) */
 		ret = ops->sleep_asks && ops->sleep_asks(u) ? 0 : uepoll_harvest(u, evs, max);
-		if (ret == 0 && timeout_ms != 0 && __uepoll_spin(u, ops->ready))
+		if (ret == 0 && timeout_ms != 0 && __uepoll_spin(u, ops->ready) &&
+		    !(ops->sleep_asks && ops->sleep_asks(u)))
 			ret = uepoll_harvest(u, evs, max);
 		if (ret != 0) {
 			HSTAT(u, waits, 1);

@@ -185,6 +185,7 @@ struct uring_priv {
 	int rchk;		/* ring_checks(): 0 not asked yet, 1 yes, -1 no */
 	int ring_sleeping;	/* a ring_sleep() is between its apply and its evaluation */
 	struct io_uring_sqe *tmo_sqe;	/* ring_apply(): its count timeout's SQE */
+	struct __kernel_timespec tmo_ts; /* ... its time (read at the submit) */
 	uint32_t tmo_seq;	/* the last ring sleep's, in its timeout's user_data */
 	int tmo_done;		/* ... its timeout completed (count reached, or time) */
 };
@@ -1878,10 +1879,47 @@ struct getevents_min {
  * uring_ctl_sleep() with the run's checks in the ring (above): 1 if it
  * took the run (its answer in *ret: 0, uepoll_wait() follows; -EINTR),
  * else 0 (nothing done).  Caller holds p->lock; released when taken.
- * With completions pending (uring_ready()) it does not sleep: the enter
- * waits for the run's own completions only, beyond those pending, and
- * the harvest that follows takes the rest.
+ * A flush, not a sleep, with completions pending (the harvest that
+ * follows takes them) or registrations on the level list (their files
+ * are asked by that harvest's recheck(), and by uring_level_sleep() if
+ * it finds nothing): the enter waits for the run's own completions
+ * only, beyond those pending.  The count cannot tell the run's own from
+ * the program's: when our task work is pending (uring_sleep_asks() sent
+ * the wait here for it), it posts the program's first, ahead of the
+ * run's statx (io-wq's, through task work as well), so a flush then
+ * waits for one more completion, FLUSH_WORK_NS at most (the work may
+ * post nothing of ours), rather than leave a check to an enter of its
+ * own (check_settle()).
  */
+#define FLUSH_WORK_NS	1000000
+
+/*
+ * The count timeout of a ring sleep, in p->tmo_sqe, for the caller's time
+ * ts: its count, the run's own completions and one more (a flush with no
+ * task work pending: its own only).  *flush: a flush (above).
+ */
+static unsigned ring_timeout(struct uring_priv *p, unsigned pending, unsigned count,
+			     const struct __kernel_timespec *ts, int *flush)
+{
+	unsigned want;
+	int work;
+
+	*flush = pending || p->nlvl;
+	work = *flush && !pending &&
+	       (taskrun_wanted(p, IO_URING_READ_ONCE(*p->ring.sq.kflags)) & IORING_SQ_TASKRUN);
+	p->tmo_ts = *ts;
+	if (work && (ts->tv_sec || ts->tv_nsec > FLUSH_WORK_NS)) {
+		p->tmo_ts.tv_sec = 0;
+		p->tmo_ts.tv_nsec = FLUSH_WORK_NS;
+	}
+	want = *flush && !work ? count : count + 1;
+	if (!want)
+		p->tmo_ts.tv_sec = p->tmo_ts.tv_nsec = 0;	/* count 0 is a timer: at once */
+	io_uring_prep_timeout(p->tmo_sqe, &p->tmo_ts, want, 0);
+	io_uring_sqe_set_data64(p->tmo_sqe, UD_SPECIAL(SLOT_TMO, ++p->tmo_seq));
+	p->tmo_done = 0;
+	return want;
+}
 static int ring_sleep(struct uepoll *u, struct uring_priv *p, struct uepoll_change *ch,
 		      unsigned n, int timeout_ms, int *ret)
 {
@@ -1890,7 +1928,7 @@ static int ring_sleep(struct uepoll *u, struct uring_priv *p, struct uepoll_chan
 	struct __kernel_timespec ts = { .tv_sec = RING_FOREVER_S };
 	struct getevents_min arg = { .min_wait_usec = RING_MIN_WAIT_US };
 	unsigned k, count, want, others;
-	int got, waited;
+	int got, waited, flush;
 	int64_t t0;
 
 	if (p->ring_sleeping || !(p->ring.features & IORING_FEAT_MIN_TIMEOUT) ||
@@ -1906,10 +1944,7 @@ static int ring_sleep(struct uepoll *u, struct uring_priv *p, struct uepoll_chan
 	if (ring_apply(u, p, ch, n, r, &count))
 		ts.tv_sec = ts.tv_nsec = 0;	/* an ADD failed: no sleep */
 	p->batching = 0;
-	want = pending ? count : count + 1;
-	io_uring_prep_timeout(p->tmo_sqe, &ts, want, 0);
-	io_uring_sqe_set_data64(p->tmo_sqe, UD_SPECIAL(SLOT_TMO, ++p->tmo_seq));
-	p->tmo_done = 0;
+	want = ring_timeout(p, pending, count, &ts, &flush);
 	k = sq_publish(p);
 	p->need_submit = 0;
 	if (pending)	/* io_uring_cq_ready() again: the same, or more */
@@ -1930,7 +1965,7 @@ static int ring_sleep(struct uepoll *u, struct uring_priv *p, struct uepoll_chan
 		if (got >= 0)
 			__atomic_store_n(&p->fresh_ok, 0, __ATOMIC_RELAXED);
 		batch_submit(u, p);	/* the rest, before their checks are read */
-	} else if (!pending) {
+	} else if (!flush) {
 		HSTAT(u, sleeps, 1);
 	}
 	p->batching = 1;
@@ -1950,7 +1985,7 @@ static int ring_sleep(struct uepoll *u, struct uring_priv *p, struct uepoll_chan
 	if (pending)
 		;	/* no sleep: the harvest follows */
 	else if (got == -EINTR ||
-		 (waited && !p->tmo_done && !others &&
+		 (!flush && waited && !p->tmo_done && !others &&
 		  !(IO_URING_READ_ONCE(*p->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW) &&
 		  __uepoll_now_ns() - t0 < (int64_t)RING_MIN_WAIT_US * 1000))
 		*ret = -EINTR;
@@ -1999,7 +2034,7 @@ static int uring_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned 
 		return 0;
 	if (!UNDER_VALGRIND()) {
 		pthread_mutex_lock(&p->lock);
-		if (!p->nlvl && ring_sleep(u, p, ch, n, timeout_ms, &ret))
+		if (ring_sleep(u, p, ch, n, timeout_ms, &ret))
 			return ret;	/* (p->lock released) */
 		pthread_mutex_unlock(&p->lock);
 	}
@@ -2049,13 +2084,25 @@ static int uring_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned 
  * sleep does too: 2, a wait spins first (the completions that come are
  * taken without the poll), then sleeps in uring_level_sleep().  0 without
  * the setting: the harvest polls, as epoll_wait() reports at once.
+ * 1: the CQ is empty and our task work is pending (COOP_TASKRUN: a
+ * wake-up of our polls, finished at our next system call), so a harvest
+ * would enter only to run it, and a wait with deferred changes takes
+ * them to its sleep's enter instead (ring_sleep()), which runs it too
+ * and ends at once on what it posts: one system call for the events and
+ * the changes, where the harvest's enter left the changes to another.
+ * Not for overflowed completions, whose flush reap() does (fresh_end()).
  */
 static int uring_sleep_asks(struct uepoll *u)
 {
 	struct uring_priv *p = u->priv;
+	unsigned kflags;
 
 	/* (nlvl: as in uring_harvest()) */
-	return __uepoll_lazy_poll(u) && p->nlvl && !uring_ready(u) ? 2 : 0;
+	if (__uepoll_lazy_poll(u) && p->nlvl && !uring_ready(u))
+		return 2;
+	kflags = IO_URING_READ_ONCE(*p->ring.sq.kflags);
+	return !io_uring_cq_ready(&p->ring) &&
+	       taskrun_wanted(p, kflags) == IORING_SQ_TASKRUN;
 }
 
 const struct uepoll_ops __uepoll_uring_ops __hidden = {

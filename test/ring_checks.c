@@ -20,7 +20,13 @@
  *  - the caller's timeout ends the sleep with 0, a signal with -EINTR;
  *  - another thread's uepoll_ctl(MOD) of an fd whose deferred ADD is in
  *    the sleep of the harvester (its check not read yet) succeeds, and
- *    the event has the MOD's data.
+ *    the event has the MOD's data;
+ *  - a wake-up whose completion waits for the harvester's next system
+ *    call (uring, COOP_TASKRUN: another thread's write while the
+ *    harvester makes none) and a deferred ADD: the wait's one system call
+ *    both posts the completion and applies the ADD; with a
+ *    level-triggered registration still ready as well, that call and the
+ *    poll(2) of the level list, and the level event is reported again.
  */
 /* uepoll-test: threaded */
 #include <poll.h>
@@ -360,6 +366,129 @@ static void mod_during_sleep(void)
 	uepoll_exit(&u);
 }
 
+struct spin_write {
+	int fd;
+	int go, done;
+};
+
+static void *spin_write_fn(void *arg)
+{
+	struct spin_write *w = arg;
+
+	/* acquire: pairs with work_pending()'s release of go, made once its
+	 * pthread_create() returned (a write before that would have its
+	 * completion posted on the way out of that system call) */
+	while (!__atomic_load_n(&w->go, __ATOMIC_ACQUIRE))
+		;
+	CHECK_EQ(write(w->fd, "x", 1), 1);
+	/* release: pairs with the acquire of work_pending()'s spin */
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* is the uring setup COOP_TASKRUN (the default)? */
+static int coop_setup(void)
+{
+	const char *s = getenv("UEPOLL_URING_SETUP");
+
+	return !s || !*s || !strcmp(s, "coop");
+}
+
+/*
+ * A wake-up while the harvester makes no system call, a deferred ADD,
+ * and (level) a level-triggered registration still ready: one wait.
+ * Returns whether that wait applied the ADD (uring: it found the
+ * completion still waiting, and counted).  An interrupt or preemption of
+ * the spinning harvester also runs its task work on the way back to user
+ * space, so a run may find the completion posted: the caller tries again.
+ */
+static int work_pending(int level, int spin)
+{
+	struct uepoll u;
+	struct uepoll_stats st0, st1;
+	struct epoll_event evs[8];
+	struct spin_write w = { 0 };
+	int a[2], b[2], c[2], warm, r, ring, seen_a = 0, seen_c = 0;
+	uint64_t calls, ctls;
+	pthread_t t;
+
+	t_init(&u, 8);
+	ring = t_ring_checks(&u) && coop_setup();
+	if (!spin)
+		uepoll_set_spin(&u, 0);	/* else the default: a spin ends on the work */
+	warm = t_efd();		/* the probe of the first such wait */
+	t_write(warm);
+	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, warm, 99), 0);
+	CHECK_EQ(wait_retry(&u, evs, 8, 2000), 1);
+	sockpair(a);
+	sockpair(b);
+	sockpair(c);
+	CHECK_EQ(t_add(&u, a[0], EPOLLIN | EPOLLET, 1), 0);
+	if (level) {
+		CHECK_EQ(t_add(&u, c[0], EPOLLIN, 3), 0);
+		CHECK_EQ(write(c[1], "y", 1), 1);
+		CHECK_EQ(wait_retry(&u, evs, 8, 2000), 1);
+		CHECK_EQ(evs[0].data.u64, 3);	/* not read: still ready */
+	}
+	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, b[0], 2), 0);
+	w.fd = a[1];
+	CHECK_EQ(pthread_create(&t, NULL, spin_write_fn, &w), 0);
+	__atomic_store_n(&w.go, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE))
+		;	/* no system call: the completion waits for one */
+	CHECK_EQ(uepoll_get_stats(&u, &st0), 0);
+	r = wait_retry(&u, evs, 8, 5000);
+	CHECK_EQ(uepoll_get_stats(&u, &st1), 0);
+	calls = st1.syscalls - st0.syscalls;
+	ctls = st1.ctls - st0.ctls;
+	CHECK_EQ(r, 1 + level);
+	for (int i = 0; i < r; i++) {
+		seen_a += evs[i].data.u64 == 1;
+		seen_c += evs[i].data.u64 == 3;
+	}
+	CHECK_EQ(seen_a, 1);
+	CHECK_EQ(seen_c, level);
+	printf("%s: a wait with a deferred ADD after a wake-up left to it%s: "
+	       "%llu system calls, %llu changes applied%s\n",
+	       uepoll_backend_name(&u), level ? ", a level event still ready" : "",
+	       (unsigned long long)calls, (unsigned long long)ctls,
+	       ring ? (level ? " (COOP, checks in the ring: 2, 1 where applied)" :
+			       " (COOP, checks in the ring: 1, 1 where applied)") : "");
+	if (ring && ctls)
+		CHECK_EQ(calls, 1u + level);
+	/* the ADD took effect, in that wait or, the loop idle, the next */
+	if (level)
+		CHECK_EQ(read(c[0], evs, sizeof(evs)), 1);
+	CHECK_EQ(write(b[1], "z", 1), 1);
+	r = wait_retry(&u, evs, 8, 2000);
+	CHECK(r >= 1);
+	seen_a = 0;
+	for (int i = 0; i < r; i++)
+		seen_a += evs[i].data.u64 == 2;
+	CHECK_EQ(seen_a, 1);
+	CHECK_EQ(uepoll_ctl_failed(&u, NULL, 0), 0);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	close(a[0]);
+	close(a[1]);
+	close(b[0]);
+	close(b[1]);
+	close(c[0]);
+	close(c[1]);
+	close(warm);
+	uepoll_exit(&u);
+	return ring ? (int)ctls : 1;
+}
+
+/* uring, COOP: the ADD applied in the wait in one of 20 runs at least */
+static void work_pending_runs(int level, int spin)
+{
+	int i;
+
+	for (i = 0; i < 20 && !work_pending(level, spin); i++)
+		;
+	CHECK(i < 20);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -369,6 +498,9 @@ int main(void)
 	bad_adds();
 	timeout_and_signal();
 	mod_during_sleep();
+	work_pending_runs(0, 0);
+	work_pending_runs(0, 1);
+	work_pending_runs(1, 1);
 	puts("ring_checks: changes with a sleep answered as epoll_ctl(2) answers them");
 	return 0;
 }
