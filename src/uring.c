@@ -1896,7 +1896,8 @@ struct getevents_min {
 /*
  * The count timeout of a ring sleep, in p->tmo_sqe, for the caller's time
  * ts: its count, the run's own completions and one more (a flush with no
- * task work pending: its own only).  *flush: a flush (above).
+ * task work pending: its own only).  *flush: a flush (above).  The SQ
+ * flags are read relaxed (uring_sleep_asks() says why that is enough).
  */
 static unsigned ring_timeout(struct uring_priv *p, unsigned pending, unsigned count,
 			     const struct __kernel_timespec *ts, int *flush)
@@ -2091,6 +2092,11 @@ static int uring_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned 
  * and ends at once on what it posts: one system call for the events and
  * the changes, where the harvest's enter left the changes to another.
  * Not for overflowed completions, whose flush reap() does (fresh_end()).
+ * The SQ flags are read relaxed, as uring_ready() reads them: the kernel
+ * sets IORING_SQ_TASKRUN (atomic_or() in io_req_normal_work_add()) before
+ * it queues the work and clears it when the work runs; a stale answer
+ * costs one harvest's enter, or sends the wait to its sleep's enter,
+ * which runs the work all the same.  Nothing is published through it.
  */
 static int uring_sleep_asks(struct uepoll *u)
 {
