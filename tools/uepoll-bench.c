@@ -1429,18 +1429,24 @@ static double kv(const char *line, const char *key)
 }
 
 /*
- * Wait for a server to end (its status in *st, if st): its CPU time, user
- * and system, in microseconds, from the rusage wait4() gives for it: all
- * its threads, from exec to exit; -1 if wait4() failed.  What the server
- * spends; a run's req/s also follows how the scheduler shares the
- * machine's CPUs between the server and its client (doc/BENCH.md).
+ * Wait for a server (or a load client) to end (its status in *st, if st):
+ * its CPU time, user and system, in microseconds, from the rusage wait4()
+ * gives for it: all its threads, from exec to exit; -1 if wait4() failed.
+ * What the process spends; a run's req/s also follows how the scheduler
+ * shares the machine's CPUs between the server and its client
+ * (doc/BENCH.md).  *sleeps (if sleeps): its voluntary context switches,
+ * the times one of its threads blocked (-1 if wait4() failed).
  */
-static double wait_cpu_us(pid_t pid, int *st)
+static double wait_cpu_us(pid_t pid, int *st, double *sleeps)
 {
 	struct rusage ru;
 
+	if (sleeps)
+		*sleeps = -1;
 	if (wait4(pid, st, 0, &ru) < 0)
 		return -1;
+	if (sleeps)
+		*sleeps = (double)ru.ru_nvcsw;
 	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
@@ -1529,7 +1535,7 @@ static int run_tcp(const char *be, int p, double *out)
 				snprintf(stats, sizeof(stats), "%s", line);
 	}
 	fclose(sf);
-	cpu = wait_cpu_us(spid, &st);
+	cpu = wait_cpu_us(spid, &st, NULL);
 	if (cpu < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "tcp: server %s ended with status 0x%x\n", be, st);
 		return -1;
@@ -1806,13 +1812,14 @@ static int le_ready(FILE *sf, const char *be, const char *ready)
  * SIGTERM the server and read all it wrote: the UEPOLL_STATS system calls
  * summed over its instances (-1: none, and always for stock-epoll), in
  * *nstats (if not NULL) how many instances reported them, its CPU time in
- * *cpu_us (wait_cpu_us(); -1 if that failed).  check: the output is
+ * *cpu_us and its sleeps in *sleeps (wait_cpu_us(); -1 if that failed).  check: the output is
  * tested as le_ready() tests its start (memcached's libevent prints the
  * method of every base it makes, its workers' too): -2 if it shows
  * another backend; without check, a server that did not exit with 0 is
  * reported and its CPU time is -1.
  */
-static double le_stop(pid_t spid, FILE *sf, const char *be, int check, int *nstats, double *cpu_us)
+static double le_stop(pid_t spid, FILE *sf, const char *be, int check, int *nstats, double *cpu_us,
+		      double *sleeps)
 {
 	struct le_seen w;
 	char line[512];
@@ -1833,7 +1840,7 @@ static double le_stop(pid_t spid, FILE *sf, const char *be, int check, int *nsta
 	fclose(sf);
 	if (nstats)
 		*nstats = n;
-	*cpu_us = wait_cpu_us(spid, &st);
+	*cpu_us = wait_cpu_us(spid, &st, sleeps);
 	if (check && le_seen_check(&w, be) < 0)
 		return -2;
 	if (!check && (*cpu_us < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)) {
@@ -1871,7 +1878,7 @@ static void port_free_wait(int port)
 static long bh_requests = 20000;
 
 /* libevent's bench_httpclient: 200 connections, 20,000 HTTP/1.0 requests to :8080 */
-static int bh_client(const char *dir, double *rps, double *lat, double *errors)
+static int bh_client(const char *dir, double *rps, double *lat, double *errors, double *cpu_us)
 {
 	static char cli[PATH_MAX + 32];
 	char *argv[] = { cli, NULL }, line[512];
@@ -1893,7 +1900,8 @@ static int bh_client(const char *dir, double *rps, double *lat, double *errors)
 			(*errors)++;
 	}
 	fclose(cf);
-	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+	*cpu_us = wait_cpu_us(pid, &st, NULL);
+	if (*cpu_us < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fprintf(stderr, "%s: bench_httpclient: status 0x%x\n", tool_prog, st);
 	*errors += bh_requests - n;
 	return n > 0 ? 0 : -1;
@@ -1906,7 +1914,7 @@ static int run_bench_http(const char *be, int p, double *out)
 	char *argv[] = { srv, (char *)"-p", (char *)"8080", NULL };
 	char perf_out[] = "/tmp/uepoll-bench-perf-XXXXXX";
 	const char *dir = libevent_dir();
-	double sys, psys, cpu;
+	double sys, psys, cpu, sleeps, ccpu = -1;
 	FILE *sf;
 	pid_t spid, pp;
 	int r, tfd;
@@ -1921,22 +1929,24 @@ static int run_bench_http(const char *be, int p, double *out)
 		return -1;
 	if (le_ready(sf, be, "Serving ") < 0) {
 		kill(spid, SIGKILL);
-		le_stop(spid, sf, be, 0, NULL, &cpu);
+		le_stop(spid, sf, be, 0, NULL, &cpu, NULL);
 		return -1;
 	}
 	tfd = mkstemp(perf_out);
 	if (tfd >= 0)
 		close(tfd);
 	pp = perf_start(spid, perf_out);
-	r = bh_client(dir, &out[0], &out[1], &out[2]);
+	r = bh_client(dir, &out[0], &out[1], &out[2], &ccpu);
 	psys = perf_stop(pp, perf_out);
-	sys = le_stop(spid, sf, be, 0, NULL, &cpu);
+	sys = le_stop(spid, sf, be, 0, NULL, &cpu, &sleeps);
 	if (tfd >= 0)
 		unlink(perf_out);
 	if (psys >= 0)
 		sys = psys;
 	out[3] = sys >= 0 && r == 0 ? sys / (double)bh_requests : -1;
 	out[4] = cpu >= 0 && r == 0 ? cpu / (double)bh_requests : -1;
+	out[5] = sleeps >= 0 && r == 0 ? sleeps / (double)bh_requests : -1;
+	out[6] = ccpu >= 0 && r == 0 ? ccpu / (double)bh_requests : -1;
 	return r;
 }
 
@@ -1963,6 +1973,8 @@ static const struct metric bh_metrics[] = {
 	{ "errors", "errors", LOWER, 1, NULL, 0 },
 	{ "event_syscalls_per_req", "syscalls/request", LOWER, 1, NULL, 0 },
 	{ "server_cpu_us_per_req", "us", LOWER, 1, NULL, 0 },
+	{ "server_sleeps_per_req", "sleeps/request", NEITHER, 1, NULL, 0 },
+	{ "client_cpu_us_per_req", "us", NEITHER, 1, NULL, 0 },
 	{ NULL }
 };
 
@@ -2156,7 +2168,7 @@ static int run_memcached(const char *be, int p, double *out)
 			 (char *)"64", (char *)"-u", (char *)"root", NULL };
 	const char *dir = libevent_dir();
 	int port = 20000 + (int)(getpid() % 20000), r = -1, tfd, nstats;
-	double psys, sys, cpu, ops = 0;
+	double psys, sys, cpu, sleeps = -1, ops = 0;
 	FILE *sf;
 	pid_t spid, pp;
 
@@ -2187,7 +2199,7 @@ static int run_memcached(const char *be, int p, double *out)
 		out[2] = psys >= 0 && ops > 0 ? psys / (ops * mc_seconds) : -1;
 	}
 	/* its backend: libevent prints the method for every base it makes */
-	sys = le_stop(spid, sf, be, 1, &nstats, &cpu);
+	sys = le_stop(spid, sf, be, 1, &nstats, &cpu, &sleeps);
 	if (sys == -2)
 		r = -1;
 	else if (out[2] < 0 && sys >= 0 && ops > 0 && nstats > mc_threads)
@@ -2195,6 +2207,7 @@ static int run_memcached(const char *be, int p, double *out)
 	/* the server's whole life: its start and end are small next to
 	 * mc_seconds of load */
 	out[3] = cpu >= 0 && ops > 0 ? cpu / (ops * mc_seconds) : -1;
+	out[4] = sleeps >= 0 && ops > 0 ? sleeps / (ops * mc_seconds) : -1;
 	return r;
 }
 
@@ -2221,6 +2234,7 @@ static const struct metric mc_metrics[] = {
 	{ "errors", "errors", LOWER, 1, NULL, 0 },
 	{ "event_syscalls_per_op", "syscalls/op", LOWER, 1, NULL, 0 },
 	{ "server_cpu_us_per_op", "us", LOWER, 1, NULL, 0 },
+	{ "server_sleeps_per_op", "sleeps/op", NEITHER, 1, NULL, 0 },
 	{ NULL }
 };
 
@@ -2335,7 +2349,12 @@ static const struct scenario scenarios[] = {
 			"server_cpu_us_per_req = the server's CPU time (user + system, all its "
 			"threads, from exec to exit: wait4()) per request: what the server spends, "
 			"where req_per_s also follows how the scheduler shares 2 CPUs between server "
-			"and client.  -D (config "
+			"and client.  server_sleeps_per_req = the server's voluntary context switches "
+			"(wait4()'s ru_nvcsw) per request: how often it found nothing to do and "
+			"blocked (all its threads: io_uring's workers too); client_cpu_us_per_req = "
+			"the client's CPU time per request.  The client is the bottleneck: how the "
+			"server's wake-ups batch its answers moves the client's cost per request, "
+			"and req_per_s with it (doc/BENCH.md).  -D (config "
 			"defer): the uepoll backend defers its changes and polls lazily "
 			"(EVENT_UEPOLL_DEFER, libevent/README.md).  The host runs 11 repeats: a "
 			"repeat takes about 2 s there, and its req/s scatters by 20 %.  The guest runs 9: "
@@ -2363,7 +2382,9 @@ static const struct scenario scenarios[] = {
 			"server's event system calls per operation (perf on the host; UEPOLL_STATS in the "
 			"guest: memcached 1.6.18 frees none of its workers' bases at SIGTERM, their "
 			"instances write their lines at exit(); missing unless every base's came).  "
-			"server_cpu_us_per_op = the server's CPU time (as bench_http's) per operation.  "
+			"server_cpu_us_per_op = the server's CPU time (as bench_http's) per operation; "
+			"server_sleeps_per_op = its voluntary context switches (as bench_http's) per "
+			"operation.  "
 			"-D (config defer): as bench_http's.  The host runs 9 repeats, the guest 9 "
 			"(as bench_http's).",
 		.host = { { "-R 9 -t 4 -c 64 -d 5" }, { "-R 9 -t 4 -c 64 -d 5 -D" } },
