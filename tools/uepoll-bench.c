@@ -1812,7 +1812,8 @@ static int le_ready(FILE *sf, const char *be, const char *ready)
  * SIGTERM the server and read all it wrote: the UEPOLL_STATS system calls
  * summed over its instances (-1: none, and always for stock-epoll), in
  * *nstats (if not NULL) how many instances reported them, its CPU time in
- * *cpu_us and its sleeps in *sleeps (wait_cpu_us(); -1 if that failed).  check: the output is
+ * *cpu_us and its sleeps in *sleeps (if not NULL; wait_cpu_us(): -1 if
+ * that failed).  check: the output is
  * tested as le_ready() tests its start (memcached's libevent prints the
  * method of every base it makes, its workers' too): -2 if it shows
  * another backend; without check, a server that did not exit with 0 is
