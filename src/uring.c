@@ -1124,6 +1124,38 @@ static void level_add(struct uepoll *u, struct uring_priv *p, uint32_t s)
 }
 
 /*
+ * The level list without the slots recheck() would take off without
+ * polling them: DELed or MODed (inlvl cleared; fd < 0 once freed) and
+ * hinted drained of every bit they ask (uepoll_drained(), a queued DEL:
+ * defer_del_hints()), each slot once (inlvl 2 marks one kept, as in
+ * level_add()).  A sleep decides on the list whether it must ask files
+ * (uring_level_sleep()) or may sleep in the ring's enter (ring_sleep()):
+ * after the deferred DELs of a pass the list often holds nothing else,
+ * and then the changes and the sleep are one system call, not a flush
+ * and a level sleep that finds nothing to ask.  Caller holds p->lock.
+ */
+static void level_trim(struct uring_priv *p)
+{
+	unsigned i, w = 0;
+
+	for (i = 0; i < p->nlvl; i++) {
+		struct uslot *x = &p->slots[p->lvl[i]];
+
+		if (x->fd < 0 || x->inlvl != 1)
+			continue;
+		if (x->drained && !(x->events & ~x->drained & UEPOLL_HINT_BITS)) {
+			x->inlvl = 0;	/* drained: until its next event */
+			continue;
+		}
+		x->inlvl = 2;
+		p->lvl[w++] = p->lvl[i];
+	}
+	for (i = 0; i < w; i++)
+		p->slots[p->lvl[i]].inlvl = 1;
+	p->nlvl = w;
+}
+
+/*
  * The events m of slot s's poll into the batch: ORed into the slot's
  * event when the batch has one already.  fresh: m is of a fresh
  * completion of a poll of the harvester (fresh_begin()); the event stays
@@ -1880,7 +1912,8 @@ struct getevents_min {
  * took the run (its answer in *ret: 0, uepoll_wait() follows; -EINTR),
  * else 0 (nothing done).  Caller holds p->lock; released when taken.
  * A flush, not a sleep, with completions pending (the harvest that
- * follows takes them) or registrations on the level list (their files
+ * follows takes them) or registrations on the level list once the run's
+ * DELs and the drained hints have trimmed it (level_trim(): their files
  * are asked by that harvest's recheck(), and by uring_level_sleep() if
  * it finds nothing): the enter waits for the run's own completions
  * only, beyond those pending.  The count cannot tell the run's own from
@@ -1945,6 +1978,7 @@ static int ring_sleep(struct uepoll *u, struct uring_priv *p, struct uepoll_chan
 	if (ring_apply(u, p, ch, n, r, &count))
 		ts.tv_sec = ts.tv_nsec = 0;	/* an ADD failed: no sleep */
 	p->batching = 0;
+	level_trim(p);	/* the DELs just applied may have emptied it */
 	want = ring_timeout(p, pending, count, &ts, &flush);
 	k = sq_publish(p);
 	p->need_submit = 0;
@@ -2007,8 +2041,9 @@ static int ring_sleep(struct uepoll *u, struct uring_priv *p, struct uepoll_chan
  * does.  0: uepoll_wait() follows (it harvests first); -EINTR: a signal
  * ended the sleep.  Not taken (the SQEs submitted as uring_batch()
  * submits them, 0) when an ADD or MOD failed (uepoll_ctl_wait() returns
- * at once), completions are pending, the level list is not empty (its
- * files are asked in uring_level_sleep()'s ppoll()), or under valgrind.
+ * at once), completions are pending, the level list, trimmed, is not
+ * empty (its files are asked in uring_level_sleep()'s ppoll()), or
+ * under valgrind.
  *
  * The kernel waits only if it submitted all it was given, and then
  * answers that count, not how the wait ended: completions pending or the
@@ -2040,6 +2075,7 @@ static int uring_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned 
 		pthread_mutex_unlock(&p->lock);
 	}
 	batch_apply_all(u, p, ch, n);
+	level_trim(p);	/* as in ring_sleep() */
 	if (UNDER_VALGRIND() || __uepoll_add_mod_failed(ch, n) || p->nlvl || uring_ready(u)) {
 		batch_submit(u, p);
 		pthread_mutex_unlock(&p->lock);

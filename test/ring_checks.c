@@ -21,6 +21,12 @@
  *  - another thread's uepoll_ctl(MOD) of an fd whose deferred ADD is in
  *    the sleep of the harvester (its check not read yet) succeeds, and
  *    the event has the MOD's data;
+ *  - level-triggered registrations delivered and then done with (one
+ *    DEL queued with its socket closed, one hinted drained with
+ *    uepoll_drained()), deferred ADDs, a wait that sleeps until a late
+ *    write: one system call still (the level list holds nothing to ask),
+ *    with polls lazy (uepoll_set_lazy_poll(): the list kept past the
+ *    harvests, as a deferring server has it) or not;
  *  - a wake-up whose completion waits for the harvester's next system
  *    call (uring, COOP_TASKRUN: another thread's write while the
  *    harvester makes none) and a deferred ADD: the wait's one system call
@@ -223,6 +229,81 @@ static void server_pattern(int reuse)
 		close(b[0]);
 		close(b[1]);
 	}
+	uepoll_exit(&u);
+}
+
+/*
+ * Level-triggered registrations the program is done with: a DEL queued
+ * (its socket closed, as a server closes it) and one hinted drained of
+ * all it asks.  The wait that applies the deferred ADD sleeps in that
+ * one call: neither is a file to ask before the sleep.
+ */
+static void level_done(unsigned lazy)
+{
+	struct uepoll u;
+	struct epoll_event evs[8];
+	int a[2], b[2], c[2], r, ring, warm, gone, ebadf = -EBADF;
+	pthread_t t;
+	struct late l;
+	uint64_t s0, calls;
+	char ch;
+
+	t_init(&u, 8);
+	ring = t_ring_checks(&u);
+	uepoll_set_spin(&u, 0);
+	CHECK_EQ(uepoll_set_lazy_poll(&u, lazy), 0);
+	warm = t_efd();
+	t_write(warm);
+	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, warm, 99), 0);
+	CHECK_EQ(wait_retry(&u, evs, 8, 2000), 1);
+	sockpair(a);
+	sockpair(b);
+	sockpair(c);
+	CHECK_EQ(t_add(&u, a[0], EPOLLIN, 1), 0);
+	CHECK_EQ(t_add(&u, b[0], EPOLLIN, 2), 0);
+	CHECK_EQ(write(a[1], "x", 1), 1);
+	CHECK_EQ(write(b[1], "y", 1), 1);
+	r = wait_retry(&u, evs, 8, 2000);
+	if (r == 1)	/* the second wake-up came after the first harvest */
+		r += wait_retry(&u, evs + 1, 7, 2000);
+	CHECK_EQ(r, 2);
+	CHECK_EQ(read(a[0], &ch, 1), 1);
+	CHECK_EQ(read(b[0], &ch, 1), 1);
+	CHECK_EQ(defer1(&u, EPOLL_CTL_DEL, a[0], 0), 0);
+	gone = a[0];
+	close(a[0]);
+	CHECK_EQ(uepoll_drained(&u, b[0], EPOLLIN), 0);
+	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, c[0], 3), 0);
+	l.fd = c[1];
+	l.ms = 100;
+	CHECK_EQ(pthread_create(&t, NULL, late_write, &l), 0);
+	s0 = syscalls_of(&u);
+	r = wait_retry(&u, evs, 8, 5000);
+	calls = syscalls_of(&u) - s0;
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	CHECK_EQ(r, 1);
+	CHECK_EQ(evs[0].data.u64, 3);
+	failed_are(&u, &gone, &ebadf, 1);	/* the DEL of a closed number */
+	printf("%s: system calls of a wait with a deferred ADD that sleeps, level-triggered "
+	       "registrations DELed and drained, lazy polls %u: %llu%s\n", uepoll_backend_name(&u),
+	       lazy, (unsigned long long)calls, ring ? " (checks in the ring: 1)" : "");
+	if (ring)
+		CHECK_EQ(calls, 1);
+	/* the drained one is level-triggered still: reported once ready again */
+	CHECK_EQ(write(b[1], "z", 1), 1);
+	r = wait_retry(&u, evs, 8, 2000);
+	CHECK_EQ(r, 1);
+	CHECK_EQ(evs[0].data.u64, 2);
+	r = wait_retry(&u, evs, 8, 0);
+	CHECK_EQ(r, 1);		/* not read: still ready */
+	CHECK_EQ(evs[0].data.u64, 2);
+	sees_eof(a[1]);
+	close(a[1]);
+	close(b[0]);
+	close(b[1]);
+	close(c[0]);
+	close(c[1]);
+	close(warm);
 	uepoll_exit(&u);
 }
 
@@ -495,6 +576,8 @@ int main(void)
 	one_call();
 	server_pattern(1);
 	server_pattern(0);
+	level_done(0);
+	level_done(4);
 	bad_adds();
 	timeout_and_signal();
 	mod_during_sleep();
