@@ -1092,49 +1092,33 @@ static inline int is_level(const struct uslot *sl)
 	return !(sl->events & EPOLLET);
 }
 
-/*
- * Put slot s on the level list (once).  DEL and MOD take a slot off
- * lazily (inlvl cleared, its entry left): a slot put back on meanwhile
- * has two entries, so a full list is first compacted to the slots that
- * are on it, each once (inlvl 2 marks one kept); s is not among them.
- */
-static void level_add(struct uepoll *u, struct uring_priv *p, uint32_t s)
+/* the bits of its mask a level-triggered slot is still to be polled for */
+static inline uint32_t level_asks(const struct uslot *sl)
 {
-	struct uslot *sl = &p->slots[s];
-	unsigned i, w = 0;
+	return sl->events & ~sl->drained & UEPOLL_HINT_BITS;
+}
 
-	if (sl->inlvl)
-		return;
-	sl->prestamp = 0;	/* not polled by the last level sleep */
-	if (p->nlvl == u->n) {
-		for (i = 0; i < p->nlvl; i++) {
-			struct uslot *x = &p->slots[p->lvl[i]];
-
-			if (x->fd < 0 || x->inlvl != 1)
-				continue;
-			x->inlvl = 2;
-			p->lvl[w++] = p->lvl[i];
-		}
-		for (i = 0; i < w; i++)
-			p->slots[p->lvl[i]].inlvl = 1;
-		p->nlvl = w;
-	}
-	sl->inlvl = 1;
-	p->lvl[p->nlvl++] = s;
+/* hinted drained of every bit it asks (uepoll_drained()): off the level
+ * list until its next event */
+static inline int level_drained(const struct uslot *sl)
+{
+	return sl->drained && !level_asks(sl);
 }
 
 /*
- * The level list without the slots recheck() would take off without
- * polling them: DELed or MODed (inlvl cleared; fd < 0 once freed) and
- * hinted drained of every bit they ask (uepoll_drained(), a queued DEL:
- * defer_del_hints()), each slot once (inlvl 2 marks one kept, as in
- * level_add()).  A sleep decides on the list whether it must ask files
- * (uring_level_sleep()) or may sleep in the ring's enter (ring_sleep()):
- * after the deferred DELs of a pass the list often holds nothing else,
- * and then the changes and the sleep are one system call, not a flush
- * and a level sleep that finds nothing to ask.  Caller holds p->lock.
+ * The level list compacted to the slots that are on it (DEL and MOD
+ * take one off lazily: inlvl cleared, fd < 0 once freed), each once
+ * (inlvl 2 marks one kept).  trim: without those level_drained() too
+ * (uepoll_drained(), a queued DEL: defer_del_hints()), which leave it:
+ * the list then holds only what recheck() would poll.  A sleep decides
+ * on that list whether it must ask files (uring_level_sleep()) or may
+ * sleep in the ring's enter (ring_sleep()): after the deferred DELs of a
+ * pass the list often holds nothing else, and then the changes and the
+ * sleep are one system call, not a flush and a level sleep that finds
+ * nothing to ask.  Without trim, level_add() makes room.  Caller holds
+ * p->lock.
  */
-static void level_trim(struct uring_priv *p)
+static void level_compact(struct uring_priv *p, int trim)
 {
 	unsigned i, w = 0;
 
@@ -1143,7 +1127,7 @@ static void level_trim(struct uring_priv *p)
 
 		if (x->fd < 0 || x->inlvl != 1)
 			continue;
-		if (x->drained && !(x->events & ~x->drained & UEPOLL_HINT_BITS)) {
+		if (trim && level_drained(x)) {
 			x->inlvl = 0;	/* drained: until its next event */
 			continue;
 		}
@@ -1153,6 +1137,25 @@ static void level_trim(struct uring_priv *p)
 	for (i = 0; i < w; i++)
 		p->slots[p->lvl[i]].inlvl = 1;
 	p->nlvl = w;
+}
+
+/*
+ * Put slot s on the level list (once).  DEL and MOD take a slot off
+ * lazily (inlvl cleared, its entry left): a slot put back on meanwhile
+ * has two entries, so a full list is first compacted to the slots that
+ * are on it, each once (inlvl 2 marks one kept); s is not among them.
+ */
+static void level_add(struct uepoll *u, struct uring_priv *p, uint32_t s)
+{
+	struct uslot *sl = &p->slots[s];
+
+	if (sl->inlvl)
+		return;
+	sl->prestamp = 0;	/* not polled by the last level sleep */
+	if (p->nlvl == u->n)
+		level_compact(p, 0);
+	sl->inlvl = 1;
+	p->lvl[p->nlvl++] = s;
 }
 
 /*
@@ -1404,8 +1407,7 @@ static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b, int
 
 		if (sl->fd < 0 || !sl->inlvl)
 			continue;	/* DEL or MOD took it off (lazily) */
-		if ((sl->drained && !(sl->events & ~sl->drained & UEPOLL_HINT_BITS)) ||
-		    (sl->fired && sl->stamp != b->stamp)) {
+		if (level_drained(sl) || (sl->fired && sl->stamp != b->stamp)) {
 			sl->inlvl = 0;	/* drained, or fired: until its next event */
 			continue;
 		}
@@ -1620,7 +1622,7 @@ static int uring_level_sleep(struct uepoll *u, int timeout_ms)
 		uint32_t s = p->lvl[i];
 		struct uslot *sl = &p->slots[s];
 
-		if (sl->fd < 0 || !sl->inlvl || !(sl->events & ~sl->drained & UEPOLL_HINT_BITS))
+		if (sl->fd < 0 || !sl->inlvl || !level_asks(sl))
 			continue;	/* recheck() takes it off */
 		sl->prestamp = stamp;
 		p->pslot[k] = s;
@@ -1913,7 +1915,7 @@ struct getevents_min {
  * else 0 (nothing done).  Caller holds p->lock; released when taken.
  * A flush, not a sleep, with completions pending (the harvest that
  * follows takes them) or registrations on the level list once the run's
- * DELs and the drained hints have trimmed it (level_trim(): their files
+ * DELs and the drained hints have trimmed it (level_compact(): their files
  * are asked by that harvest's recheck(), and by uring_level_sleep() if
  * it finds nothing): the enter waits for the run's own completions
  * only, beyond those pending.  The count cannot tell the run's own from
@@ -1978,7 +1980,7 @@ static int ring_sleep(struct uepoll *u, struct uring_priv *p, struct uepoll_chan
 	if (ring_apply(u, p, ch, n, r, &count))
 		ts.tv_sec = ts.tv_nsec = 0;	/* an ADD failed: no sleep */
 	p->batching = 0;
-	level_trim(p);	/* the DELs just applied may have emptied it */
+	level_compact(p, 1);	/* the DELs just applied may have emptied it */
 	want = ring_timeout(p, pending, count, &ts, &flush);
 	k = sq_publish(p);
 	p->need_submit = 0;
@@ -2075,7 +2077,7 @@ static int uring_ctl_sleep(struct uepoll *u, struct uepoll_change *ch, unsigned 
 		pthread_mutex_unlock(&p->lock);
 	}
 	batch_apply_all(u, p, ch, n);
-	level_trim(p);	/* as in ring_sleep() */
+	level_compact(p, 1);	/* as in ring_sleep() */
 	if (UNDER_VALGRIND() || __uepoll_add_mod_failed(ch, n) || p->nlvl || uring_ready(u)) {
 		batch_submit(u, p);
 		pthread_mutex_unlock(&p->lock);

@@ -117,25 +117,51 @@ static void *late_write(void *arg)
 	return NULL;
 }
 
+/*
+ * The first wait with deferred changes asks the kernel what it has (a
+ * probe): an eventfd ready and ADDed deferred (data 99), one wait.  The
+ * eventfd, for the caller to close.
+ */
+static int warm_up(struct uepoll *u)
+{
+	struct epoll_event evs[8];
+	int warm = t_efd();
+
+	t_write(warm);
+	CHECK_EQ(defer1(u, EPOLL_CTL_ADD, warm, 99), 0);
+	CHECK_EQ(wait_retry(u, evs, 8, 2000), 1);
+	CHECK_EQ(evs[0].data.u64, 99);
+	return warm;
+}
+
+/* a wait ended by a write to fd 100 ms later; *calls: its system calls */
+static int wait_late(struct uepoll *u, int fd, struct epoll_event *evs, int max, uint64_t *calls)
+{
+	struct late l = { .fd = fd, .ms = 100 };
+	uint64_t s0;
+	pthread_t t;
+	int r;
+
+	CHECK_EQ(pthread_create(&t, NULL, late_write, &l), 0);
+	s0 = syscalls_of(u);
+	r = wait_retry(u, evs, max, 5000);
+	*calls = syscalls_of(u) - s0;
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	return r;
+}
+
 /* deferred ADDs, a sleep ended by a late write: one system call */
 static void one_call(void)
 {
 	struct uepoll u;
 	struct epoll_event evs[8];
 	int sv[3][2], r, ring, warm, gone;
-	pthread_t t;
-	struct late l;
-	uint64_t s0, calls;
+	uint64_t calls;
 
 	t_init(&u, 8);
 	ring = t_ring_checks(&u);
 	uepoll_set_spin(&u, 0);
-	/* warm: the first such wait asks the kernel what it has (a probe) */
-	warm = t_efd();
-	t_write(warm);
-	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, warm, 99), 0);
-	CHECK_EQ(wait_retry(&u, evs, 8, 2000), 1);
-	CHECK_EQ(evs[0].data.u64, 99);
+	warm = warm_up(&u);
 	/* and the DEL of an armed registration: its cancel's completion
 	 * is one of the run's own, which must not end the sleep */
 	gone = t_efd();
@@ -145,13 +171,7 @@ static void one_call(void)
 		sockpair(sv[i]);
 		CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, sv[i][0], 100 + i), 0);
 	}
-	l.fd = sv[1][1];
-	l.ms = 100;
-	CHECK_EQ(pthread_create(&t, NULL, late_write, &l), 0);
-	s0 = syscalls_of(&u);
-	r = wait_retry(&u, evs, 8, 5000);
-	calls = syscalls_of(&u) - s0;
-	CHECK_EQ(pthread_join(t, NULL), 0);
+	r = wait_late(&u, sv[1][1], evs, 8, &calls);
 	CHECK_EQ(r, 1);
 	CHECK_EQ(evs[0].data.u64, 101);
 	CHECK_EQ(uepoll_ctl_failed(&u, NULL, 0), 0);
@@ -243,19 +263,14 @@ static void level_done(unsigned lazy)
 	struct uepoll u;
 	struct epoll_event evs[8];
 	int a[2], b[2], c[2], r, ring, warm, gone, ebadf = -EBADF;
-	pthread_t t;
-	struct late l;
-	uint64_t s0, calls;
+	uint64_t calls;
 	char ch;
 
 	t_init(&u, 8);
 	ring = t_ring_checks(&u);
 	uepoll_set_spin(&u, 0);
 	CHECK_EQ(uepoll_set_lazy_poll(&u, lazy), 0);
-	warm = t_efd();
-	t_write(warm);
-	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, warm, 99), 0);
-	CHECK_EQ(wait_retry(&u, evs, 8, 2000), 1);
+	warm = warm_up(&u);
 	sockpair(a);
 	sockpair(b);
 	sockpair(c);
@@ -274,13 +289,7 @@ static void level_done(unsigned lazy)
 	close(a[0]);
 	CHECK_EQ(uepoll_drained(&u, b[0], EPOLLIN), 0);
 	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, c[0], 3), 0);
-	l.fd = c[1];
-	l.ms = 100;
-	CHECK_EQ(pthread_create(&t, NULL, late_write, &l), 0);
-	s0 = syscalls_of(&u);
-	r = wait_retry(&u, evs, 8, 5000);
-	calls = syscalls_of(&u) - s0;
-	CHECK_EQ(pthread_join(t, NULL), 0);
+	r = wait_late(&u, c[1], evs, 8, &calls);
 	CHECK_EQ(r, 1);
 	CHECK_EQ(evs[0].data.u64, 3);
 	failed_are(&u, &gone, &ebadf, 1);	/* the DEL of a closed number */
@@ -497,10 +506,7 @@ static int work_pending(int level, int spin)
 	ring = t_ring_checks(&u) && coop_setup();
 	if (!spin)
 		uepoll_set_spin(&u, 0);	/* else the default: a spin ends on the work */
-	warm = t_efd();		/* the probe of the first such wait */
-	t_write(warm);
-	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, warm, 99), 0);
-	CHECK_EQ(wait_retry(&u, evs, 8, 2000), 1);
+	warm = warm_up(&u);
 	sockpair(a);
 	sockpair(b);
 	sockpair(c);
