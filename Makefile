@@ -107,8 +107,9 @@ $(B)/test/eproto: test/eproto.c test/helpers.h $(ALIB) src/include/uepoll.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(PROG_LDFLAGS) -Wl,--wrap=mmap -Wl,--wrap=munmap -o $@ $< $(ALIB) $(LIBS)
 
-# spin_rate calls the library's internal __uepoll_spin(): the static one
-$(B)/test/spin_rate: test/spin_rate.c test/helpers.h $(ALIB) src/include/uepoll.h
+# spin_rate and spin_futile call the library's internal __uepoll_spin():
+# the static one
+$(B)/test/spin_rate $(B)/test/spin_futile: $(B)/test/%: test/%.c test/helpers.h $(ALIB) src/include/uepoll.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(PROG_LDFLAGS) -o $@ $< $(ALIB) $(LIBS)
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <uepoll.h>
@@ -298,6 +299,22 @@ static inline void t_rounds(struct uepoll *u, int fd, int n, unsigned gap_us,
 	}
 	CHECK_EQ(pthread_join(th, NULL), 0);
 	CHECK_EQ(uepoll_get_stats(u, b), 0);
+}
+
+/* run fn in a child process (a variable the library reads once per
+ * process, set there first); its exit status, 128 + the signal if killed */
+static inline int t_in_child(int (*fn)(void))
+{
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid)
+		_exit(fn());
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 #endif

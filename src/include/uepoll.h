@@ -95,6 +95,7 @@ extern "C" {
 #define UEPOLL_SPIN_MAX		(1u << 20)
 #define UEPOLL_SPIN_ADAPT_DEFAULT 4096u	/* checks: the adaptive window's largest */
 #define UEPOLL_SPIN_COLD_DEFAULT 3u	/* long sleeps in a row that stop the spin; 0: never */
+#define UEPOLL_SPIN_FUTILE_DEFAULT 15u	/* failed spins, in 16ths (an average), that stop the spin; 0: never */
 
 /*
  * Counters, updated where the library makes the corresponding call, on
@@ -155,8 +156,11 @@ struct uepoll {
 	uint32_t spin_check_ps;	/* picoseconds a check takes, as failed spins measured */
 	uint32_t lazy_poll;	/* uepoll_set_lazy_poll(); 0: epoll's exact reports */
 	uint32_t spin_cold;	/* sleeps in a row longer than the longest spin (harvester only) */
+	uint32_t spin_fail_avg;	/* share of spins that found nothing, a moving average, 1/65536ths */
+	uint32_t spin_skip;	/* waits left that skip their spin: spins that keep failing */
+	uint32_t spin_backoff;	/* how many waits the last such skip was, 0: none since a spin found */
 	uint32_t __pad;
-	uint64_t __reserved[3];
+	uint64_t __reserved[1];
 };
 
 #define UEPOLL_MAGIC_LIVE	0x75657031u	/* "uep1" */
