@@ -317,4 +317,30 @@ static inline int t_in_child(int (*fn)(void))
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* t_env_rejected(): the variable and value its child sets */
+static const char *t_env_var, *t_env_value;
+
+static inline int t_env_rejected_child(void)
+{
+	struct uepoll u;
+
+	setenv(t_env_var, t_env_value, 1);
+	for (int i = 0; i < 2; i++) {
+		errno = 1234;
+		if (uepoll_init(&u, 4, 0) != -EINVAL || errno != 1234)
+			return 1;
+	}
+	return 0;
+}
+
+/* 1 if, with var=value, every uepoll_init() of a new process fails with
+ * -EINVAL and leaves errno alone (a variable read once per process:
+ * checked in a child, twice) */
+static inline int t_env_rejected(const char *var, const char *value)
+{
+	t_env_var = var;
+	t_env_value = value;
+	return t_in_child(t_env_rejected_child) == 0;
+}
+
 #endif
