@@ -1092,7 +1092,11 @@ static inline int is_level(const struct uslot *sl)
 	return !(sl->events & EPOLLET);
 }
 
-/* the bits of its mask a level-triggered slot is still to be polled for */
+/*
+ * The bits of its mask a level-triggered slot is still to be polled for,
+ * the events of its pollfd (recheck(), uring_level_sleep()): poll(2)
+ * reports POLLERR and POLLHUP unasked, as epoll does.
+ */
 static inline uint32_t level_asks(const struct uslot *sl)
 {
 	return sl->events & ~sl->drained & UEPOLL_HINT_BITS;
@@ -1423,7 +1427,7 @@ static void recheck(struct uepoll *u, struct uring_priv *p, struct batch *b, int
 		      (sl->stamp == b->stamp && (lazy || unpolled_ok(sl, b->evs[sl->outidx].events)));
 		p->pslot[k] = s;
 		p->pfd[k].fd = pre ? -1 : sl->fd;
-		p->pfd[k].events = (short)(sl->events & ~sl->drained & 0xffff);
+		p->pfd[k].events = (short)level_asks(sl);
 		p->pfd[k].revents = 0;
 		npoll += !pre;
 		k++;
@@ -1627,7 +1631,7 @@ static int uring_level_sleep(struct uepoll *u, int timeout_ms)
 		sl->prestamp = stamp;
 		p->pslot[k] = s;
 		p->pfd[k].fd = sl->fd;
-		p->pfd[k].events = (short)(sl->events & ~sl->drained & 0xffff);
+		p->pfd[k].events = (short)level_asks(sl);
 		p->pfd[k].revents = 0;
 		k++;
 	}
