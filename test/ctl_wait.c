@@ -16,7 +16,7 @@
  *    uring the changes' fstat()s and one call that submits and sleeps;
  *  - a level-triggered event still ready is reported again at once, the
  *    sleep not entered; one hinted drained (uepoll_drained(3)) costs the
- *    sleep no system call;
+ *    sleep no system call (but on native's level epoll, unfolded);
  *  - the sleep holds no lock: another thread's uepoll_ctl() and batch
  *    return at once, and its ADD of a ready fd ends the sleep;
  *  - a signal ends the sleep with -EINTR, the changes applied; a sleep
@@ -419,11 +419,18 @@ static void level_hinted(void)
 	struct uepoll u;
 	uint64_t with, without;
 	const char *name;
-	int level;
+	int level, lepoll;
 
 	t_init(&u, 8);
 	level = !!(uepoll_backend_caps((unsigned)uepoll_backend(&u)) & UEPOLL_CAP_LEVEL);
 	name = uepoll_backend_name(&u);	/* a constant string */
+	/*
+	 * native's level epoll (UEPOLL_NATIVE_LEVEL=epoll): the delivered
+	 * item stays on that epoll's ready list, which only its own
+	 * epoll_wait() polls again, whatever the hint says: one call more
+	 * where the sleep does not fold it (UEPOLL_BATCH=loop)
+	 */
+	lepoll = uepoll_backend(&u) == (int)UEPOLL_BACKEND_NATIVE && !t_native_klevel(&u);
 	uepoll_exit(&u);
 	if (!level)
 		return;
@@ -444,7 +451,7 @@ static void level_hinted(void)
 	printf("%s: system calls of uepoll_ctl_wait(MOD) that sleeps: %llu, %llu with a "
 	       "level-triggered registration hinted drained\n", name, (unsigned long long)without,
 	       (unsigned long long)with);
-	if (!under_valgrind())
+	if (!under_valgrind() && !(lepoll && !t_folds_sleep()))
 		CHECK_EQ(with, without);
 }
 
