@@ -18,8 +18,9 @@
  *   - ready at random, seeded: one spin in three finding still spins at
  *     most calls, one in ten at few;
  *   - in a child with UEPOLL_SPIN_FUTILE=0 (and UEPOLL_SPIN_COLD=0): 200
- *     failed spins, none skipped; malformed values fail uepoll_init() with EINVAL, errno left
- *     alone (read once per process: checked in children).
+ *     failed spins, none skipped; malformed values fail uepoll_init()
+ *     with EINVAL, errno left alone (read once per process: checked in
+ *     children).
  * Black box, the case the rule is for: a producer that writes only once
  * the consumer sleeps (its thread's state in /proc is S), so no spin can
  * ever find the event: 200 waits make at most 30 spins (about 28: 21,
