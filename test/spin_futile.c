@@ -25,7 +25,12 @@
  * the consumer sleeps (its thread's state in /proc is S), so no spin can
  * ever find the event: 200 waits make at most 30 spins (about 28: 21,
  * then a try after 16, 32, 64 and 128 waits skipped), where the child
- * with UEPOLL_SPIN_FUTILE=0 spins at every wait.
+ * with UEPOLL_SPIN_FUTILE=0 spins at every wait.  Then, in a child
+ * without the cold rule, 200 such waits (at most 30 spins: the skip is
+ * on) and 200 more on the same instance, each with a MOD deferred before
+ * it (uepoll_ctl_defer()): such a spin fails by construction where the
+ * queued changes hold the events, so the rule neither counts it nor skips
+ * it: 200 spins, and the rule's share and skip as the first 200 left them.
  * native, uring; epoll has no spin phase.  Where the window is off by
  * default (a coarse clock, one CPU) or under valgrind (one thread runs
  * at a time), the black box part is skipped.
@@ -142,6 +147,7 @@ static void white_box(void)
 /* the producer of black_box(): writes once the consumer thread sleeps */
 struct prod {
 	int fd, seen;	/* seen: atomic, rounds harvested */
+	int rounds;
 	pid_t tid;	/* the consumer's */
 };
 
@@ -169,7 +175,7 @@ static void *produce(void *arg)
 {
 	struct prod *p = arg;
 
-	for (int i = 0; i < ROUNDS; i++) {
+	for (int i = 0; i < p->rounds; i++) {
 		while (__atomic_load_n(&p->seen, __ATOMIC_ACQUIRE) < i)
 			sched_yield();
 		while (task_state(p->tid) != 'S')
@@ -179,23 +185,46 @@ static void *produce(void *arg)
 	return NULL;
 }
 
-/* ROUNDS events, each written once the waiting consumer sleeps: spins */
-static uint64_t black_box(void)
+/*
+ * ROUNDS events, each written once the waiting consumer sleeps; the
+ * spins of the first ROUNDS waits are returned.  queued: ROUNDS more
+ * waits, the same instance, each after a MOD of another eventfd (never
+ * ready) deferred with uepoll_ctl_defer(), so that it spins with a change
+ * queued and applies it with its sleep; their spins go to *qspins, and
+ * the futile rule's state must be as the first ROUNDS left it.
+ */
+static uint64_t black_box(int queued, uint64_t *qspins)
 {
 	struct prod p = { .tid = (pid_t)syscall(SYS_gettid) };
-	struct uepoll_stats a, b;
+	struct uepoll_stats a, b, c;
 	struct epoll_event ev[2];
+	uint32_t avg = 0, skip = 0;
+	int q = t_efd(), rounds = queued ? 2 * ROUNDS : ROUNDS;
 	struct uepoll u;
 	pthread_t th;
 
 	t_init(&u, 4);
 	p.fd = t_efd();
+	p.rounds = rounds;
 	CHECK_EQ(t_add(&u, p.fd, EPOLLIN | EPOLLET, 9), 0);
+	CHECK_EQ(t_add(&u, q, EPOLLIN | EPOLLET, 0), 0);
 	CHECK_EQ(uepoll_get_stats(&u, &a), 0);
+	b = a;
 	CHECK_EQ(pthread_create(&th, NULL, produce, &p), 0);
-	for (int i = 0; i < ROUNDS; i++) {
+	for (int i = 0; i < rounds; i++) {
+		struct uepoll_change ch = {
+			.op = EPOLL_CTL_MOD, .fd = q,
+			.ev = { .events = EPOLLIN | EPOLLET, .data.u64 = (uint64_t)i + 1 },
+		};
 		int r;
 
+		if (i == ROUNDS) {
+			CHECK_EQ(uepoll_get_stats(&u, &b), 0);
+			avg = u.spin_fail_avg;
+			skip = u.spin_skip;
+		}
+		if (i >= ROUNDS)
+			CHECK_EQ(uepoll_ctl_defer(&u, &ch, 1), 0);
 		while ((r = uepoll_wait(&u, ev, 2, 5000)) == -EINTR)
 			;
 		CHECK_EQ(r, 1);
@@ -204,15 +233,31 @@ static uint64_t black_box(void)
 		__atomic_store_n(&p.seen, i + 1, __ATOMIC_RELEASE);
 	}
 	CHECK_EQ(pthread_join(th, NULL), 0);
-	CHECK_EQ(uepoll_get_stats(&u, &b), 0);
+	CHECK_EQ(uepoll_get_stats(&u, &c), 0);
+	if (!queued)
+		b = c;
+	CHECK_EQ(uepoll_ctl_failed(&u, NULL, 0), 0);
 	printf("%s: %s%d events written once the consumer slept: %llu spins, %llu sleeps\n",
 	       uepoll_backend_name(&u), getenv("UEPOLL_SPIN_FUTILE") ? "UEPOLL_SPIN_FUTILE=0, " : "",
 	       ROUNDS, (unsigned long long)(b.spins - a.spins),
 	       (unsigned long long)(b.sleeps - a.sleeps));
-	fflush(stdout);
 	CHECK(b.sleeps - a.sleeps >= ROUNDS - 1);
+	if (queued) {
+		printf("%s: then %d more, a change deferred before each wait: %llu spins, %llu sleeps"
+		       " (failed share %u/65536 -> %u, skip %u -> %u)\n",
+		       uepoll_backend_name(&u), ROUNDS, (unsigned long long)(c.spins - b.spins),
+		       (unsigned long long)(c.sleeps - b.sleeps), avg, u.spin_fail_avg, skip,
+		       u.spin_skip);
+		CHECK(c.sleeps - b.sleeps >= ROUNDS - 1);
+		/* those failures were not counted; the skip did not hold them */
+		CHECK_EQ(u.spin_fail_avg, avg);
+		CHECK(u.spin_skip == skip || (skip && u.spin_skip == skip - 1));
+		*qspins = c.spins - b.spins;
+	}
+	fflush(stdout);
 	uepoll_exit(&u);
 	close(p.fd);
+	close(q);
 	return b.spins - a.spins;
 }
 
@@ -233,8 +278,24 @@ static int control_child(void)
 	uepoll_exit(&u);
 	if (under_valgrind() || !t_adapt_default())
 		return 0;
-	s = black_box();
+	s = black_box(0, NULL);
 	CHECK(s >= ROUNDS - 2);		/* every wait spins */
+	return 0;
+}
+
+/*
+ * The rule at its default, without the cold rule (as the control): 200
+ * waits spin at most 30 times, and the skip is on; 200 more, each with a
+ * change deferred, spin every time and leave the rule's state alone.
+ */
+static int queued_child(void)
+{
+	uint64_t s, qs = 0;
+
+	setenv("UEPOLL_SPIN_COLD", "0", 1);
+	s = black_box(1, &qs);
+	CHECK(s <= 30);
+	CHECK(qs >= ROUNDS - 2);
 	return 0;
 }
 
@@ -259,8 +320,9 @@ int main(void)
 		SKIP("valgrind runs one thread at a time");
 	if (!t_adapt_default())
 		SKIP("no adaptive window by default here (coarse clock or one CPU)");
-	s = black_box();
+	s = black_box(0, NULL);
 	CHECK(s <= 30);
+	CHECK_EQ(t_in_child(queued_child), 0);
 	CHECK_EQ(count_fds(), fds0);
 	return 0;
 }
