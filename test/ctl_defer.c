@@ -35,14 +35,6 @@
 #include <time.h>
 #include "helpers.h"
 
-static int64_t ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static struct uepoll_stats stats_of(const struct uepoll *u)
 {
 	struct uepoll_stats st;
@@ -253,9 +245,9 @@ static void failures(void)
 	t_init(&u, 8);
 	CHECK_EQ(uepoll_ctl_defer(&u, c, 6), 0);
 	CHECK_EQ(uepoll_ctl_failed(&u, NULL, 0), 0);	/* nothing applied yet */
-	t0 = ms_now();
+	t0 = t_ms_now();
 	CHECK_EQ(wait_retry(&u, evs, 4, 3000), 0);	/* an ADD failed: at once */
-	CHECK(ms_now() - t0 < 2000);
+	CHECK(t_ms_now() - t0 < 2000);
 	CHECK_EQ(uepoll_ctl_failed(&u, NULL, 0), 5);
 	CHECK_EQ(uepoll_ctl_failed(&u, f, 2), 2);	/* a short buffer: the oldest */
 	CHECK_EQ(uepoll_ctl_failed(&u, NULL, 0), 3);

@@ -32,14 +32,6 @@
 
 static int efd[4], closed_fd, reg_fd;
 
-static int64_t ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* the kernel's io_uring has operation op */
 static int uring_has(int op)
 {
@@ -49,14 +41,6 @@ static int uring_has(int op)
 	if (p)
 		io_uring_free_probe(p);
 	return ret;
-}
-
-static uint64_t syscalls_of(const struct uepoll *u)
-{
-	struct uepoll_stats st;
-
-	CHECK_EQ(uepoll_get_stats(u, &st), 0);
-	return st.syscalls;
 }
 
 /*
@@ -109,10 +93,10 @@ static void parity(void)
 	t_change(&c[n++], EPOLL_CTL_DEL, efd[2], 0, 0);		/* ENOENT */
 	t_change(&c[n++], EPOLL_CTL_MOD, efd[0], ET, 9);		/* 0 */
 	errno = 4242;
-	t0 = ms_now();
+	t0 = t_ms_now();
 	r = ctl_wait_retry(&uw, c, (unsigned)n, evs, 8, 3000);
 	CHECK_EQ(r, 0);
-	CHECK(ms_now() - t0 < 2000);
+	CHECK(t_ms_now() - t0 < 2000);
 	CHECK_EQ(errno, 4242);
 	for (int i = 0; i < n; i++) {
 		int s = uepoll_ctl(&us, c[i].op, c[i].fd, &c[i].ev);
@@ -131,10 +115,10 @@ static void parity(void)
 	t_change(&c[0], EPOLL_CTL_DEL, efd[3], 0, 0);		/* ENOENT */
 	t_change(&c[1], EPOLL_CTL_DEL, closed_fd, 0, 0);		/* EBADF */
 	t_change(&c[2], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 10);
-	t0 = ms_now();
+	t0 = t_ms_now();
 	r = ctl_wait_retry(&uw, c, 3, evs, 8, 100);
 	CHECK_EQ(r, 0);
-	CHECK(ms_now() - t0 >= 90);
+	CHECK(t_ms_now() - t0 >= 90);
 	CHECK_EQ(c[0].res, -ENOENT);
 	CHECK_EQ(c[1].res, -EBADF);
 	CHECK_EQ(c[2].res, 0);
@@ -142,10 +126,10 @@ static void parity(void)
 	t_change(&c[0], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 11);	/* EEXIST */
 	t_change(&c[1], EPOLL_CTL_DEL, efd[1], 0, 0);
 	t_change(&c[2], EPOLL_CTL_ADD, efd[3], EPOLLIN | EPOLLET, 12);
-	t0 = ms_now();
+	t0 = t_ms_now();
 	r = ctl_wait_retry(&uw, c, 3, evs, 8, 3000);
 	CHECK_EQ(r, 0);
-	CHECK(ms_now() - t0 < 2000);
+	CHECK(t_ms_now() - t0 < 2000);
 	CHECK_EQ(c[0].res, -EEXIST);
 	CHECK_EQ(c[1].res, 0);
 	CHECK_EQ(c[2].res, 0);
@@ -174,15 +158,15 @@ static void parity(void)
 	/* nothing ready: a failed MOD alone, then a failed ADD beside one
 	 * that is submitted, still 0 at once */
 	t_change(&c[0], EPOLL_CTL_MOD, efd[1], EPOLLIN | EPOLLET, 16);	/* ENOENT */
-	t0 = ms_now();
+	t0 = t_ms_now();
 	CHECK_EQ(ctl_wait_retry(&uw, c, 1, evs, 8, 3000), 0);
-	CHECK(ms_now() - t0 < 2000);
+	CHECK(t_ms_now() - t0 < 2000);
 	CHECK_EQ(c[0].res, -ENOENT);
 	t_change(&c[0], EPOLL_CTL_ADD, closed_fd, EPOLLIN | EPOLLET, 17);	/* EBADF */
 	t_change(&c[1], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 18);
-	t0 = ms_now();
+	t0 = t_ms_now();
 	CHECK_EQ(ctl_wait_retry(&uw, c, 2, evs, 8, 3000), 0);
-	CHECK(ms_now() - t0 < 2000);
+	CHECK(t_ms_now() - t0 < 2000);
 	CHECK_EQ(c[0].res, -EBADF);
 	CHECK_EQ(c[1].res, 0);
 	uepoll_exit(&uw);
@@ -260,23 +244,23 @@ static void wake(void)
 	t_change(&c[1], EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 21);
 	CHECK_EQ(pthread_create(&t, NULL, late_writer, &efd[1]), 0);
 	uepoll_set_spin(&u, 0);
-	s0 = syscalls_of(&u);
-	t0 = ms_now();
+	s0 = t_syscalls(&u);
+	t0 = t_ms_now();
 	r = ctl_wait_retry(&u, c, 2, evs, 8, 5000);
-	s_sleep = syscalls_of(&u) - s0;
+	s_sleep = t_syscalls(&u) - s0;
 	CHECK_EQ(pthread_join(t, NULL), 0);
 	CHECK_EQ(c[0].res, 0);
 	CHECK_EQ(c[1].res, 0);
 	CHECK_EQ(r, 1);
 	CHECK_EQ(evs[0].data.u64, 21);
-	CHECK(ms_now() - t0 < 4000);
+	CHECK(t_ms_now() - t0 < 4000);
 
 	t_write(efd[2]);
 	t_change(&c[0], EPOLL_CTL_DEL, efd[0], 0, 0);
 	t_change(&c[1], EPOLL_CTL_ADD, efd[2], EPOLLIN | EPOLLET, 22);
-	s0 = syscalls_of(&u);
+	s0 = t_syscalls(&u);
 	r = ctl_wait_retry(&u, c, 2, evs, 8, 5000);
-	s_ready = syscalls_of(&u) - s0;
+	s_ready = t_syscalls(&u) - s0;
 	CHECK_EQ(r, 1);
 	CHECK_EQ(evs[0].data.u64, 22);
 	printf("%s: system calls of uepoll_ctl_wait(2 changes): %llu when a write ends its "
@@ -326,12 +310,12 @@ static void level(void)
 	CHECK_EQ(evs[0].data.u64, 40);
 	/* not read: still ready */
 	t_change(&c, EPOLL_CTL_ADD, efd[1], EPOLLIN | EPOLLET, 41);
-	t0 = ms_now();
+	t0 = t_ms_now();
 	r = ctl_wait_retry(&u, &c, 1, evs, 8, 3000);
 	CHECK_EQ(c.res, 0);
 	CHECK_EQ(r, 1);
 	CHECK_EQ(evs[0].data.u64, 40);
-	CHECK(ms_now() - t0 < 2000);
+	CHECK(t_ms_now() - t0 < 2000);
 
 	/*
 	 * Drained now, which the library cannot know: where the changes fold
@@ -343,9 +327,9 @@ static void level(void)
 	t_read(efd[0]);
 	t_write(efd[2]);
 	t_change(&c, EPOLL_CTL_ADD, efd[2], EPOLLIN | EPOLLET, 42);
-	s0 = syscalls_of(&u);
+	s0 = t_syscalls(&u);
 	r = ctl_wait_retry(&u, &c, 1, evs, 8, 3000);
-	s = syscalls_of(&u) - s0;
+	s = t_syscalls(&u) - s0;
 	CHECK_EQ(c.res, 0);
 	CHECK_EQ(r, 1);
 	CHECK_EQ(evs[0].data.u64, 42);
@@ -397,9 +381,9 @@ static uint64_t hinted_run(int with_level)
 		CHECK_EQ(uepoll_drained(&u, efd[0], EPOLLIN), 0);
 	t_change(&c, EPOLL_CTL_MOD, efd[1], EPOLLIN | EPOLLET, 52);
 	CHECK_EQ(pthread_create(&t, NULL, late_writer, &efd[1]), 0);
-	s0 = syscalls_of(&u);
+	s0 = t_syscalls(&u);
 	r = ctl_wait_retry(&u, &c, 1, evs, 8, 5000);
-	s = syscalls_of(&u) - s0;
+	s = t_syscalls(&u) - s0;
 	CHECK_EQ(pthread_join(t, NULL), 0);
 	CHECK_EQ(c.res, 0);
 	CHECK_EQ(r, 1);
@@ -467,14 +451,14 @@ static void *other_thread(void *arg)
 	nanosleep(&ts, NULL);
 	t_change(&c[0], EPOLL_CTL_ADD, efd[2], EPOLLIN | EPOLLET, 62);
 	t_change(&c[1], EPOLL_CTL_ADD, efd[3], EPOLLIN | EPOLLET, 63);
-	t0 = ms_now();
+	t0 = t_ms_now();
 	o->batch_res[0] = uepoll_ctl_batch(o->u, c, 2);
 	o->batch_res[1] = c[0].res | c[1].res;
-	o->batch_ms = ms_now() - t0;
+	o->batch_ms = t_ms_now() - t0;
 	t_write(efd[1]);
-	t0 = ms_now();
+	t0 = t_ms_now();
 	o->ctl_res = t_add(o->u, efd[1], EPOLLIN | EPOLLET, 61);
-	o->ctl_ms = ms_now() - t0;
+	o->ctl_ms = t_ms_now() - t0;
 	return NULL;
 }
 
@@ -496,7 +480,7 @@ static void concurrent(void)
 	uepoll_set_spin(&u, 0);
 	t_change(&c, EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 60);
 	CHECK_EQ(pthread_create(&t, NULL, other_thread, &o), 0);
-	t0 = ms_now();
+	t0 = t_ms_now();
 	r = ctl_wait_retry(&u, &c, 1, evs, 8, 5000);
 	CHECK_EQ(pthread_join(t, NULL), 0);
 	CHECK_EQ(c.res, 0);
@@ -508,7 +492,7 @@ static void concurrent(void)
 		     (long long)o.batch_ms, (long long)o.ctl_ms);
 	CHECK_EQ(r, 1);
 	CHECK_EQ(evs[0].data.u64, 61);
-	CHECK(ms_now() - t0 < 4000);
+	CHECK(t_ms_now() - t0 < 4000);
 	t_read(efd[1]);
 	uepoll_exit(&u);
 }
@@ -548,12 +532,12 @@ static void intr(void)
 	t_init(&u, 8);
 	t_change(&c, EPOLL_CTL_ADD, efd[0], EPOLLIN | EPOLLET, 50);
 	CHECK_EQ(pthread_create(&t, NULL, late_signal, &self), 0);
-	t0 = ms_now();
+	t0 = t_ms_now();
 	r = uepoll_ctl_wait(&u, &c, 1, evs, 8, 5000);
 	CHECK_EQ(pthread_join(t, NULL), 0);
 	CHECK_EQ(hits, 1);
 	CHECK_EQ(r, -EINTR);
-	CHECK(ms_now() - t0 < 4000);
+	CHECK(t_ms_now() - t0 < 4000);
 	CHECK_EQ(c.res, 0);
 	CHECK_EQ(t_add(&u, efd[0], EPOLLIN | EPOLLET, 51), -EEXIST);
 	uepoll_exit(&u);
@@ -578,12 +562,12 @@ static void timeout(void)
 	CHECK_EQ(t_add(&u, efd[0], EPOLLIN | EPOLLET, 60), 0);
 	for (tries = 0; tries < 5 && r == -EINTR; tries++) {
 		t_change(&c, EPOLL_CTL_MOD, efd[0], EPOLLIN | EPOLLET, 61);
-		t0 = ms_now();
+		t0 = t_ms_now();
 		r = uepoll_ctl_wait(&u, &c, 1, evs, 8, 50);
 		CHECK_EQ(c.res, 0);
 	}
 	CHECK_EQ(r, 0);
-	CHECK(ms_now() - t0 >= 45);
+	CHECK(t_ms_now() - t0 >= 45);
 	uepoll_exit(&u);
 }
 

@@ -128,6 +128,24 @@ static inline int count_fds(void)
 	return n - 1;	/* the DIR's own fd */
 }
 
+/* CLOCK_MONOTONIC in milliseconds */
+static inline int64_t t_ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* the system calls the library counted for u so far (uepoll_get_stats()) */
+static inline uint64_t t_syscalls(const struct uepoll *u)
+{
+	struct uepoll_stats st;
+
+	CHECK_EQ(uepoll_get_stats(u, &st), 0);
+	return st.syscalls;
+}
+
 static inline int t_efd(void)
 {
 	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -26,21 +26,13 @@ static int fds[NFD];
 static unsigned rounds, consumed;	/* atomics: writer / harvester */
 static int stop;
 
-static int64_t ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void *writer(void *arg)
 {
 	unsigned r, prev = 0;
-	int64_t t0 = ms_now(), t;
+	int64_t t0 = t_ms_now(), t;
 
 	(void)arg;
-	for (r = 1; ms_now() - t0 < SECS * 1000; r++) {
+	for (r = 1; t_ms_now() - t0 < SECS * 1000; r++) {
 		unsigned cur = r % NFD;
 
 		if (cur == prev)
@@ -49,9 +41,9 @@ static void *writer(void *arg)
 		t_write(fds[prev]);
 		prev = cur;
 		/* both read by the harvester */
-		t = ms_now();
+		t = t_ms_now();
 		while (__atomic_load_n(&consumed, __ATOMIC_ACQUIRE) < 2 * r) {
-			if (ms_now() - t > 2000) {
+			if (t_ms_now() - t > 2000) {
 				__atomic_store_n(&rounds, r, __ATOMIC_RELEASE);
 				__atomic_store_n(&stop, 2, __ATOMIC_RELEASE);
 				return NULL;

@@ -40,22 +40,6 @@
 #include <sys/socket.h>
 #include "helpers.h"
 
-static int64_t ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static uint64_t syscalls_of(const struct uepoll *u)
-{
-	struct uepoll_stats st;
-
-	CHECK_EQ(uepoll_get_stats(u, &st), 0);
-	return st.syscalls;
-}
-
 /* fd moved to a number the library's own files (made at first use) never take */
 static int high(int fd)
 {
@@ -143,9 +127,9 @@ static int wait_late(struct uepoll *u, int fd, struct epoll_event *evs, int max,
 	int r;
 
 	CHECK_EQ(pthread_create(&t, NULL, late_write, &l), 0);
-	s0 = syscalls_of(u);
+	s0 = t_syscalls(u);
 	r = wait_retry(u, evs, max, 5000);
-	*calls = syscalls_of(u) - s0;
+	*calls = t_syscalls(u) - s0;
 	CHECK_EQ(pthread_join(t, NULL), 0);
 	return r;
 }
@@ -230,7 +214,7 @@ static void server_pattern(int reuse)
 		CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, n, 2), 0);
 		CHECK_EQ(write(b[1], "y", 1), 1);
 	}
-	t0 = ms_now();
+	t0 = t_ms_now();
 	r = wait_retry(&u, evs, 8, reuse ? 2000 : 300);
 	if (reuse) {
 		/* the new socket's event only: the old one's registration is gone */
@@ -238,7 +222,7 @@ static void server_pattern(int reuse)
 		CHECK_EQ(evs[0].data.u64, 2);
 	} else {
 		CHECK_EQ(r, 0);
-		CHECK(ms_now() - t0 >= 250);
+		CHECK(t_ms_now() - t0 >= 250);
 	}
 	want_res = reuse ? -ENOENT : -EBADF;
 	failed_are(&u, &n, &want_res, 1);
@@ -332,9 +316,9 @@ static void bad_adds(void)
 	uepoll_set_spin(&u, 0);
 	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, reg, 1), 0);
 	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, gone, 2), 0);
-	t0 = ms_now();
+	t0 = t_ms_now();
 	CHECK_EQ(wait_retry(&u, evs, 8, 5000), 0);
-	CHECK(ms_now() - t0 < 2000);
+	CHECK(t_ms_now() - t0 < 2000);
 	fds[0] = reg;
 	fds[1] = gone;
 	failed_are(&u, fds, res, 2);
@@ -392,19 +376,19 @@ static void timeout_and_signal(void)
 	uepoll_set_spin(&u, 0);
 	sockpair(sv);
 	CHECK_EQ(defer1(&u, EPOLL_CTL_ADD, sv[0], 1), 0);
-	t0 = ms_now();
+	t0 = t_ms_now();
 	CHECK_EQ(wait_retry(&u, evs, 8, 200), 0);
-	CHECK(ms_now() - t0 >= 190);
+	CHECK(t_ms_now() - t0 >= 190);
 
 	CHECK_EQ(defer1(&u, EPOLL_CTL_DEL, sv[0], 0), 0);
 	k.to = pthread_self();
 	k.ms = 100;
 	CHECK_EQ(pthread_create(&t, NULL, late_signal, &k), 0);
-	t0 = ms_now();
+	t0 = t_ms_now();
 	r = uepoll_wait(&u, evs, 8, 5000);
 	CHECK_EQ(pthread_join(t, NULL), 0);
 	CHECK_EQ(r, -EINTR);
-	CHECK(ms_now() - t0 < 4000);
+	CHECK(t_ms_now() - t0 < 4000);
 	CHECK_EQ(uepoll_ctl_failed(&u, NULL, 0), 0);	/* the DEL was applied */
 	CHECK_EQ(t_add(&u, sv[0], EPOLLIN | EPOLLET, 2), 0);
 	close(sv[0]);
