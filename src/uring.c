@@ -1567,32 +1567,78 @@ static int uring_ready(struct uepoll *u)
 }
 
 /*
- * Sleep in ppoll() on the ring fd (readable while CQEs or overflowed CQEs
- * are pending) rather than io_uring_enter(GETEVENTS): same single system
- * call, the same wake-ups (task work of our own polls runs when the signal-
- * like notification interrupts the sleep, then ppoll() restarts), and the
- * EINTR rule of poll(2): a handler that runs ends the call, SA_RESTART or
- * not.  It also lets valgrind, which treats io_uring_enter as a
- * non-blocking call, run the other threads while we sleep.
+ * A sleep in ppoll() of the ring fd, of the level list's files too
+ * (uring_level_sleep()), that our own task work ends is two kernel
+ * entries, not one: the work (a wake-up of a poll this thread submitted,
+ * COOP_TASKRUN or not) is delivered as a notification signal, so the
+ * sleeping ppoll() returns -ERESTARTNOHAND, the work runs on the way out
+ * and posts the completion, and the kernel re-executes the call, which
+ * then finds the ring fd readable.  perf's syscall tracepoints see both
+ * entries (a libevent server on the 6.18 host: 2 ppoll entries for each
+ * sleep the counter saw once).  The counter counts the second where it
+ * happened: the ring fd readable at the return when nothing was pending
+ * at the sample taken right before the call (cq_empty).  Exact for a
+ * thread whose polls are its own; off by one where another thread's work
+ * posts into the ring meanwhile, or an interrupt's exit runs ours
+ * between that sample and the call.
+ */
+static void ppoll_restart(struct uepoll *u, int cq_empty, short ring_revents)
+{
+	if (cq_empty && (ring_revents & POLLIN))
+		STAT_SYS(u);
+}
+
+/*
+ * Sleep in io_uring_enter(GETEVENTS, one completion, the timeout as
+ * EXT_ARG): our task work runs inside the wait (io_cqring_wait() runs it
+ * and goes on waiting for what it posted), one kernel entry per sleep,
+ * where a ppoll() of the ring fd is two when that work ends it
+ * (ppoll_restart()).  Its signal rule is poll(2)'s: a handler that runs
+ * ends it (-EINTR), SA_RESTART or not, as epoll_wait() does.  -ETIME
+ * (the time is up) is 0: the harvest that follows finds nothing.
+ *
+ * Under valgrind, which takes io_uring_enter() for a call that does not
+ * block (no other thread would run while we slept), the sleep is a
+ * ppoll() of the ring fd, readable while CQEs or overflowed CQEs are
+ * pending: the same wake-ups, the same EINTR rule.
  */
 static int uring_sleep(struct uepoll *u, int timeout_ms)
 {
 	struct uring_priv *p = u->priv;
 	struct pollfd pfd = { .fd = p->ring.ring_fd, .events = POLLIN };
+	struct io_uring_getevents_arg arg = { 0 };
+	struct __kernel_timespec kts;
 	struct timespec ts;
-	int ret;
+	int ret, empty;
 
+	fresh_begin(p);
+	if (!UNDER_VALGRIND()) {
+		if (timeout_ms >= 0) {
+			kts.tv_sec = timeout_ms / 1000;
+			kts.tv_nsec = (long long)(timeout_ms % 1000) * 1000000;
+			arg.ts = (uint64_t)(uintptr_t)&kts;
+		}
+		STAT_SYS(u);
+		ret = io_uring_enter2((unsigned)p->ring.ring_fd, 0, 1,
+				      IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
+				      (sigset_t *)&arg, sizeof(arg));
+		if (ret >= 0 || ret == -ETIME)
+			return 0;
+		fresh_end(p);	/* back to the program without a harvest */
+		return ret;
+	}
 	if (timeout_ms >= 0) {
 		ts.tv_sec = timeout_ms / 1000;
 		ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
 	}
-	fresh_begin(p);
 	STAT_SYS(u);
+	empty = !io_uring_cq_ready(&p->ring);
 	ret = ppoll(&pfd, 1, timeout_ms >= 0 ? &ts : NULL, NULL);
 	if (ret < 0) {
 		fresh_end(p);	/* back to the program without a harvest */
 		return -errno;
 	}
+	ppoll_restart(u, empty, pfd.revents);
 	return 0;
 }
 
@@ -1616,7 +1662,7 @@ static int uring_level_sleep(struct uepoll *u, int timeout_ms)
 	struct timespec ts;
 	uint32_t stamp;
 	unsigned i, k = 0;
-	int ret;
+	int ret, empty;
 
 	if (!p->nlvl || uring_ready(u))	/* (nlvl: as in uring_harvest()) */
 		return 1;
@@ -1649,11 +1695,13 @@ static int uring_level_sleep(struct uepoll *u, int timeout_ms)
 	HSTAT(u, rechecks, 1);
 	fresh_begin(p);
 	STAT_SYS(u);
+	empty = !io_uring_cq_ready(&p->ring);
 	ret = ppoll(p->pfd, k + 1, timeout_ms >= 0 ? &ts : NULL, NULL);
 	if (ret < 0) {
 		fresh_end(p);	/* back to the program without a harvest */
 		return -errno;
 	}
+	ppoll_restart(u, empty, p->pfd[k].revents);
 	pthread_mutex_lock(&p->lock);
 	for (i = 0; i < k; i++) {
 		struct uslot *sl = &p->slots[p->pslot[i]];
@@ -2042,8 +2090,8 @@ static int ring_sleep(struct uepoll *u, struct uring_priv *p, struct uepoll_chan
  * changes included: the changes as uring_batch() applies them, and the
  * sleep's io_uring_enter() submits their SQEs (GETEVENTS, one completion,
  * the timeout as EXT_ARG): one system call where the submit and the
- * sleep (uring_sleep()'s ppoll()) were two.  The enter ends at once when
- * completions are pending or our task work posts one, as that ppoll()
+ * sleep (uring_sleep()'s enter) were two.  The enter ends at once when
+ * completions are pending or our task work posts one, as that sleep
  * does.  0: uepoll_wait() follows (it harvests first); -EINTR: a signal
  * ended the sleep.  Not taken (the SQEs submitted as uring_batch()
  * submits them, 0) when an ADD or MOD failed (uepoll_ctl_wait() returns
