@@ -165,10 +165,11 @@ static void waits(int folds)
 	struct epoll_event ev;
 	pthread_t t;
 	uint64_t s;
-	int efd, et, uring;
+	int efd, et, uring, lepoll;
 
 	t_init(&u, 8);
 	uring = uepoll_backend(&u) == (int)UEPOLL_BACKEND_URING;
+	lepoll = uepoll_backend(&u) == (int)UEPOLL_BACKEND_NATIVE && !t_native_klevel(&u);
 	efd = t_efd();
 	et = t_efd();
 	CHECK_EQ(t_add(&u, efd, EPOLLIN, 20), 0);
@@ -204,7 +205,10 @@ static void waits(int folds)
 
 	/* the same, ended by the level-triggered file itself: one entry
 	 * (uring: the file's own wake-up ends the ppoll() with its answer;
-	 * unfolded, a poll(2) and a sleep would be two) */
+	 * unfolded, a poll(2) and a sleep would be two; native with
+	 * EPOLL_USERPOLL_LEVEL: the sleep, the ring has the event).  Not
+	 * counted for the level epoll of kernels without it, whose entry
+	 * in the ring is read with calls of its own after the sleep (3) */
 	t_write(efd);
 	CHECK_EQ(wait_counted(1000, &s), 1);
 	CHECK_EQ(t_read(efd), 1);
@@ -213,8 +217,8 @@ static void waits(int folds)
 	CHECK_EQ(pthread_join(t, NULL), 0);
 	printf("level: %s: a wait after a drained level-triggered event, ended by it: "
 	       "%llu system calls%s\n", uepoll_backend_name(&u), (unsigned long long)s,
-	       folds ? " (folded: 1)" : "");
-	if (folds)
+	       folds && !lepoll ? " (folded: 1)" : "");
+	if (folds && !lepoll)
 		CHECK_EQ(s, 1);
 	CHECK_EQ(t_read(efd), 1);
 	CHECK_EQ(wait_counted(10, &s), 0);
