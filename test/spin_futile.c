@@ -295,7 +295,10 @@ static int queued_child(void)
 	setenv("UEPOLL_SPIN_COLD", "0", 1);
 	s = black_box(1, &qs);
 	CHECK(s <= 30);
-	CHECK(qs >= ROUNDS - 2);
+	/* every wait spins, but for a few whose event was there first: 196
+	 * of 200 once, the ASan pass beside a build (make -j2); a rule
+	 * that skips them spins 136 (uring-queued-spin-skipped-by-futile-rule) */
+	CHECK(qs >= ROUNDS - 10);
 	return 0;
 }
 
