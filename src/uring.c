@@ -1577,15 +1577,34 @@ static int uring_ready(struct uepoll *u)
  * entries (a libevent server on the 6.18 host: 2 ppoll entries for each
  * sleep the counter saw once).  The counter counts the second where it
  * happened: the ring fd readable at the return when nothing was pending
- * at the sample taken right before the call (cq_empty).  Exact for a
- * thread whose polls are its own; off by one where another thread's work
- * posts into the ring meanwhile, or an interrupt's exit runs ours
- * between that sample and the call.
+ * at the sample taken right before the call.  Exact for a thread whose
+ * polls are its own; off by one where another thread's work posts into
+ * the ring meanwhile, or an interrupt's exit runs ours between that
+ * sample and the call.  pfd[n - 1] is the ring fd; 0, or -errno (the
+ * fresh rule ended: back to the program without a harvest).
  */
-static void ppoll_restart(struct uepoll *u, int cq_empty, short ring_revents)
+static int ring_ppoll(struct uepoll *u, struct pollfd *pfd, unsigned n, int timeout_ms)
 {
-	if (cq_empty && (ring_revents & POLLIN))
-		STAT_SYS(u);
+	struct uring_priv *p = u->priv;
+	struct timespec ts;
+	int ret, empty;
+
+	if (timeout_ms >= 0) {
+		ts.tv_sec = timeout_ms / 1000;
+		ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
+	}
+	STAT_SYS(u);
+	/* acquire (liburing's load of the CQ tail): pairs with the kernel's
+	 * release of it in io_commit_cqring(), as uring_ready()'s */
+	empty = !io_uring_cq_ready(&p->ring);
+	ret = ppoll(pfd, n, timeout_ms >= 0 ? &ts : NULL, NULL);
+	if (ret < 0) {
+		fresh_end(p);	/* back to the program without a harvest */
+		return -errno;
+	}
+	if (empty && (pfd[n - 1].revents & POLLIN))
+		STAT_SYS(u);	/* the re-execution */
+	return 0;
 }
 
 /*
@@ -1593,7 +1612,7 @@ static void ppoll_restart(struct uepoll *u, int cq_empty, short ring_revents)
  * EXT_ARG): our task work runs inside the wait (io_cqring_wait() runs it
  * and goes on waiting for what it posted), one kernel entry per sleep,
  * where a ppoll() of the ring fd is two when that work ends it
- * (ppoll_restart()).  Its signal rule is poll(2)'s: a handler that runs
+ * (ring_ppoll()).  Its signal rule is poll(2)'s: a handler that runs
  * ends it (-EINTR), SA_RESTART or not, as epoll_wait() does.  -ETIME
  * (the time is up) is 0: the harvest that follows finds nothing.
  *
@@ -1608,8 +1627,7 @@ static int uring_sleep(struct uepoll *u, int timeout_ms)
 	struct pollfd pfd = { .fd = p->ring.ring_fd, .events = POLLIN };
 	struct io_uring_getevents_arg arg = { 0 };
 	struct __kernel_timespec kts;
-	struct timespec ts;
-	int ret, empty;
+	int ret;
 
 	fresh_begin(p);
 	if (!UNDER_VALGRIND()) {
@@ -1627,19 +1645,7 @@ static int uring_sleep(struct uepoll *u, int timeout_ms)
 		fresh_end(p);	/* back to the program without a harvest */
 		return ret;
 	}
-	if (timeout_ms >= 0) {
-		ts.tv_sec = timeout_ms / 1000;
-		ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
-	}
-	STAT_SYS(u);
-	empty = !io_uring_cq_ready(&p->ring);
-	ret = ppoll(&pfd, 1, timeout_ms >= 0 ? &ts : NULL, NULL);
-	if (ret < 0) {
-		fresh_end(p);	/* back to the program without a harvest */
-		return -errno;
-	}
-	ppoll_restart(u, empty, pfd.revents);
-	return 0;
+	return ring_ppoll(u, &pfd, 1, timeout_ms);
 }
 
 /*
@@ -1659,10 +1665,9 @@ static int uring_sleep(struct uepoll *u, int timeout_ms)
 static int uring_level_sleep(struct uepoll *u, int timeout_ms)
 {
 	struct uring_priv *p = u->priv;
-	struct timespec ts;
 	uint32_t stamp;
 	unsigned i, k = 0;
-	int ret, empty;
+	int ret;
 
 	if (!p->nlvl || uring_ready(u))	/* (nlvl: as in uring_harvest()) */
 		return 1;
@@ -1687,21 +1692,12 @@ static int uring_level_sleep(struct uepoll *u, int timeout_ms)
 	p->pfd[k].fd = p->ring.ring_fd;
 	p->pfd[k].events = POLLIN;
 	p->pfd[k].revents = 0;
-	if (timeout_ms >= 0) {
-		ts.tv_sec = timeout_ms / 1000;
-		ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
-	}
 	HSTAT(u, sleeps, 1);
 	HSTAT(u, rechecks, 1);
 	fresh_begin(p);
-	STAT_SYS(u);
-	empty = !io_uring_cq_ready(&p->ring);
-	ret = ppoll(p->pfd, k + 1, timeout_ms >= 0 ? &ts : NULL, NULL);
-	if (ret < 0) {
-		fresh_end(p);	/* back to the program without a harvest */
-		return -errno;
-	}
-	ppoll_restart(u, empty, p->pfd[k].revents);
+	ret = ring_ppoll(u, p->pfd, k + 1, timeout_ms);
+	if (ret < 0)
+		return ret;
 	pthread_mutex_lock(&p->lock);
 	for (i = 0; i < k; i++) {
 		struct uslot *sl = &p->slots[p->pslot[i]];

@@ -137,7 +137,7 @@ static void rounds(struct uepoll *u, int pfd, int ctl, int et_r, const int *lt, 
 	       (unsigned long long)lib, ROUNDS);
 	/* one off at most: an interrupt that runs our task work between the
 	 * library's last look at the ring and its sleep (src/uring.c,
-	 * ppoll_restart()) */
+	 * ring_ppoll()) */
 	if (kern > lib + 1 || lib > kern + 1)
 		FAIL("%s: the kernel saw %llu entries, the library counted %llu", what,
 		     (unsigned long long)kern, (unsigned long long)lib);

@@ -1704,7 +1704,7 @@ static pid_t spawn_le(char *const argv[], const char *be, int role, const char *
  * fstat and statx elsewhere: all three are counted.  A sleep that the
  * kernel re-executes after running task work (ppoll(), -ERESTARTNOHAND)
  * is counted twice here, as its two entries; the library's counters count
- * it so too (src/uring.c, ppoll_restart()).
+ * it so too (src/uring.c, ring_ppoll()).
  */
 static const char perf_events[] =
 	"syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_pwait,"
